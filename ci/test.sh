@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# The project's test command: from a fresh Debian 12 machine to one summary line.
+set -euo pipefail
+. "$(dirname "$0")/../scripts/lib.sh"
+
+usage() {
+	cat <<USAGE
+usage: ci/test.sh
+Runs every gate of the project in order and prints, last, one line
+"N passed, N failed, N skipped". Exit status 0 only when nothing failed.
+  1. install missing Debian packages (scripts/deps.sh)
+  2. fetch the base tree and print its exact version (scripts/fetch-base.sh)
+  3. apply the series with quilt and with git am; both must give one tree
+  4. checkpatch.pl --strict on every patch; shellcheck on the harness
+  5. build after every patch, incrementally (scripts/check-bisect.sh)
+  6. boot the base kernel and the patched one in QEMU and run the series'
+     kselftests and KUnit suites; the console must be free of oops, BUG,
+     WARNING and lockdep reports
+Logs and KTAP files go to $BUILD/results. Set BLK_ADAPT_CACHE to use
+another cache directory (an empty one reproduces CI).
+USAGE
+}
+[ "${1:-}" = -h ] || [ "${1:-}" = --help ] && { usage; exit 0; }
+[ $# -eq 0 ] || { usage >&2; exit 2; }
+
+res=$BUILD/results
+rm -rf "$res" && mkdir -p "$res/logs"
+host=$res/host.ktap
+n=0
+echo "TAP version 13" >"$host"
+
+stage() { log "=== stage: $*"; }
+# result OK? NAME: record one host-side result.
+result() {
+	n=$((n + 1))
+	if [ "$1" = 0 ]; then echo "ok $n $2"; else echo "not ok $n $2"; fi | tee -a "$host"
+}
+# gate NAME CMD...: run CMD, log to logs/, record the result; show the log tail on failure.
+gate() {
+	local name=$1 logf rc=0
+	shift
+	logf=$res/logs/$(echo "$name" | tr -c 'a-zA-Z0-9_.-' '_' | cut -c1-60).log
+	"$@" >"$logf" 2>&1 || rc=$?
+	[ "$rc" = 0 ] || tail -n 25 "$logf" | sed 's/^/# /' | tee -a "$host"
+	result "$rc" "$name"
+	return "$rc"
+}
+finish() {
+	stage "summary"
+	local files=("$host")
+	# The base kernel's results are expected to fail: only the patched ones count.
+	for f in "$res"/bisect.ktap "$res"/patched/*.ktap; do [ -f "$f" ] && files+=("$f"); done
+	log "total time $(( $(date +%s) - T0 ))s; the last line sums up every KTAP result"
+	python3 "$REPO/tools/testing/ktap_summary.py" "${files[@]}" | tee "$res/summary.txt"
+	! grep -q '^FAIL' "$res/summary.txt"
+}
+trap 'echo "1..$n" >>"$host"' EXIT
+
+stage "dependencies"
+gate "deps: Debian packages installed" "$REPO/scripts/deps.sh" || { finish; exit 1; }
+
+stage "base tree"
+if gate "base: fetch and commit the base tree" "$REPO/scripts/fetch-base.sh"; then
+	grep '^base:' "$res/logs/base__fetch_and_commit_the_base_tree.log"
+else
+	finish; exit 1
+fi
+
+stage "apply the series (quilt push -a, git am)"
+if gate "apply: quilt push -a and git am give the same tree" \
+	"$REPO/scripts/prepare-tree.sh" --check-quilt --force; then
+	sed -n 's/^\[ *[0-9]*s\] //p' "$res/logs/apply__quilt_push_-a_and_git_am_give_the_same_tree.log"
+else
+	finish; exit 1
+fi
+
+stage "checkpatch --strict, shellcheck"
+while read -r p; do
+	# spdxcheck.py needs Debian's python3-ply and python3-git: use Debian's python3.
+	gate "checkpatch --strict: $p" env PATH="/usr/bin:$PATH" \
+		"$TREE/scripts/checkpatch.pl" --strict --quiet "$REPO/patches/$p" || true
+done < <(series_patches)
+mapfile -t sh < <(cd "$REPO" && git ls-files '*.sh' .ci/run)
+run_shellcheck() { (cd "$REPO" && shellcheck "$@"); }
+gate "shellcheck: ${#sh[@]} harness scripts" run_shellcheck "${sh[@]}" || true
+
+stage "build after every patch (incremental)"
+base_img=$BUILD/bzImage-base
+"$REPO/scripts/check-bisect.sh" --save-base "$base_img" 2>"$res/logs/bisect.stderr" |
+	tee "$res/bisect.ktap" | grep -v '^TAP\|^1\.\.' | sed 's/^\(not \)\{0,1\}ok [0-9]* //' |
+	while read -r line; do log "$line"; done
+[ -f "$BZIMAGE" ] || { result 1 "build: patched kernel image exists"; finish; exit 1; }
+grep -q '^not ok' "$res/bisect.ktap" && { finish; exit 1; }
+
+stage "kselftests"
+gate "kselftest: build and install $KSELFTEST_TARGETS" "$REPO/scripts/build-kselftests.sh" || { finish; exit 1; }
+
+# boot NAME KERNEL: run the test job in a VM with two disks, the second one
+# limited to 128 sectors with libata.force, and check the console.
+boot() {
+	local name=$1 kernel=$2 rc=0
+	log "vm: $name kernel ($(basename "$kernel"))"
+	"$REPO/tools/testing/vm/run-vm.sh" -q -k "$kernel" -n 2 -t 900 -o "$res/$name" \
+		-a "libata.force=2.00:max_sec_128" \
+		-- "$REPO/tools/testing/vm/guest-tests.sh" "$KSELFTEST_DIR" || rc=$?
+	result "$([ "$rc" -le 1 ] && echo 0 || echo 1)" "boot: $name kernel ran the test job (status $rc)"
+	bad=$(grep -nE 'BUG:|WARNING:|Oops|Kernel panic|INFO: (possible|task)|lockdep|general protection|KASAN|UBSAN' \
+		"$res/$name/console.log" || true)
+	[ -z "$bad" ] || echo "$bad" | head -n 20 | sed 's/^/# /' | tee -a "$host"
+	result "$([ -z "$bad" ] && echo 0 || echo 1)" "boot: $name kernel console free of oops, BUG, WARNING, lockdep"
+}
+
+stage "boot the base kernel (no series): what the patches change"
+boot base "$base_img"
+# On the base kernel the ATA limits test must show the old limits.
+maxreq=$(sed -n 's/.*sda: largest issued request \([0-9]*\) sectors.*/\1/p' "$res/base/kselftest.ktap" | head -n 1)
+log "base kernel: largest request of a 32 MiB read: ${maxreq:-?} sectors"
+result "$([ -n "$maxreq" ] && [ "$maxreq" -le 21504 ] && echo 0 || echo 1)" \
+	"base kernel splits a 32 MiB read at <= 10.5 MiB (${maxreq:-?} sectors)"
+
+stage "boot the patched kernel and run the tests"
+boot patched "$BZIMAGE"
+grep -E '^# # ' "$res/patched/kselftest.ktap" | sed 's/^# # /  /' || true
+finish

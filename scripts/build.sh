@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Configure and build the guest kernel from the prepared tree (out of tree).
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+usage() {
+	cat <<USAGE
+usage: scripts/build.sh [--config-only] [MAKE-TARGET...]
+Configures $OBJ from 'make tinyconfig' plus $LEAN_CONFIG
+(every option set there must survive olddefconfig, or the build stops), then
+runs make (default target: bzImage) with -j\$(nproc), through ccache when present.
+Incremental: only a changed fragment reconfigures.
+  --config-only  stop after configuring
+USAGE
+}
+config_only=0
+targets=()
+for a in "$@"; do
+	case "$a" in
+	-h|--help) usage; exit 0 ;;
+	--config-only) config_only=1 ;;
+	-*) usage >&2; exit 2 ;;
+	*) targets+=("$a") ;;
+	esac
+done
+[ ${#targets[@]} -gt 0 ] || targets=(bzImage)
+[ -d "$TREE/.git" ] || die "no prepared tree at $TREE: run scripts/prepare-tree.sh"
+mkdir -p "$OBJ"
+
+stamp=$OBJ/.lean-config.sha
+want=$(sha256sum "$LEAN_CONFIG" | cut -d' ' -f1)
+if [ ! -f "$OBJ/.config" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+	log "build: configuring (tinyconfig + $(basename "$LEAN_CONFIG"))"
+	kmake -s tinyconfig >/dev/null
+	"$TREE/scripts/kconfig/merge_config.sh" -m -O "$OBJ" "$OBJ/.config" "$LEAN_CONFIG" >/dev/null
+	kmake -s olddefconfig >/dev/null
+	bad=0
+	while IFS='=' read -r k v; do
+		got=$(sed -n "s/^$k=//p" "$OBJ/.config")
+		if [ "$v" = n ]; then [ -z "$got" ] && continue; fi
+		[ "$got" = "$v" ] && continue
+		echo "build: $k=$v requested, config has '${got:-unset}'" >&2
+		bad=1
+	done < <(grep -E '^CONFIG_[A-Z0-9_]+=' "$LEAN_CONFIG")
+	[ "$bad" = 0 ] || die "the lean config fragment does not apply (missing dependencies?)"
+	echo "$want" >"$stamp"
+fi
+[ "$config_only" = 1 ] && exit 0
+log "build: make ${targets[*]} ($(git -C "$TREE" log -1 --format='%h %s'))"
+kmake -s "${targets[@]}"
+log "build: done"

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Shared settings and helpers for the project's scripts. Source it; do not run it.
+# shellcheck disable=SC2034  # variables are used by the scripts that source this file
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+CACHE=${BLK_ADAPT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/blk-adapt}
+BUILD=${BLK_ADAPT_BUILD:-$REPO/build}
+TREE=$BUILD/linux            # prepared git tree: base commit + the series
+OBJ=$BUILD/obj               # out-of-tree build directory (O=)
+BZIMAGE=$OBJ/arch/x86/boot/bzImage
+BASE_PKG=${BASE_PKG:-linux-source-7.2}
+BASE_SUITE=${BASE_SUITE:-unstable}
+BASE_TAG=blk-adapt-base      # tag on the base commit in $TREE
+LEAN_CONFIG=$REPO/tools/testing/vm/lean.config
+T0=${T0:-$(date +%s)}
+export T0
+
+log() { printf '[%4ds] %s\n' "$(( $(date +%s) - T0 ))" "$*" >&2; }
+die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+# cc: the compiler, through ccache when it is installed.
+kcc() { if command -v ccache >/dev/null; then echo "ccache gcc"; else echo gcc; fi; }
+
+# kmake ARGS: make in the prepared tree, out of tree, with ccache when present.
+kmake() { make -C "$TREE" O="$OBJ" CC="$(kcc)" -j"$(nproc)" "$@"; }
+
+# series_patches: patch file names from the top-level quilt series, in order.
+series_patches() { sed -e 's/#.*//' -e 's/[[:space:]].*//' -e '/^$/d' "$REPO/series"; }
+
+# The kselftest targets the series adds, and where they are installed.
+KSELFTEST_TARGETS="drivers/ata"
+KSELFTEST_DIR=$BUILD/kselftest

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Test job run inside the VM (see run-vm.sh): the series' kselftests and the
+# KUnit results, as KTAP files in $BLKADAPT_OUT.
+set -euo pipefail
+
+usage() {
+	cat <<'USAGE'
+usage: guest-tests.sh KSELFTEST_DIR
+Runs inside the test VM: runs every kselftest installed in KSELFTEST_DIR
+(scripts/build-kselftests.sh) into $BLKADAPT_OUT/kselftest.ktap, and copies the
+results of the KUnit suites that ran at boot into $BLKADAPT_OUT/kunit.ktap.
+The first SATA disk is scratch space: its data is overwritten.
+USAGE
+}
+[ "${1:-}" = -h ] || [ "${1:-}" = --help ] && { usage; exit 0; }
+if [ $# -ne 1 ] || [ ! -x "$1/run_kselftest.sh" ]; then
+	usage >&2
+	exit 2
+fi
+out=${BLKADAPT_OUT:?not running inside the VM}
+
+echo "guest-tests: block devices: $(cd /sys/block && echo *)"
+kunit=/sys/kernel/debug/kunit
+if [ -d "$kunit" ] && [ -n "$(ls "$kunit")" ]; then
+	{
+		echo "KTAP version 1"
+		echo "1..$(find "$kunit" -mindepth 1 -maxdepth 1 -type d | wc -l)"
+		cat "$kunit"/*/results
+	} >"$out/kunit.ktap"
+fi
+
+# sda is the VM's scratch disk: the write-and-verify checks may use it.
+export ATA_SELFTEST_WRITE_DISKS=sda
+rc=0
+"$1/run_kselftest.sh" 2>&1 | tee "$out/kselftest.ktap" || rc=$?
+exit "$rc"
