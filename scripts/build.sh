@@ -7,9 +7,11 @@ usage() {
 	cat <<USAGE
 usage: scripts/build.sh [--config-only] [MAKE-TARGET...]
 Configures $OBJ from 'make tinyconfig' plus $LEAN_CONFIG
-(every option set there must survive olddefconfig, or the build stops), then
-runs make (default target: bzImage) with -j\$(nproc), through ccache when present.
-Incremental: only a changed fragment reconfigures.
+(every option set there that the tree's Kconfig knows must survive
+olddefconfig, or the build stops; options the series adds are skipped on
+commits before the one that adds them), then runs make (default target:
+bzImage) with -j\$(nproc), through ccache when present. Incremental: it
+reconfigures only when the fragment or a Kconfig file changed.
   --config-only  stop after configuring
 USAGE
 }
@@ -28,7 +30,7 @@ done
 mkdir -p "$OBJ"
 
 stamp=$OBJ/.lean-config.sha
-want=$(sha256sum "$LEAN_CONFIG" | cut -d' ' -f1)
+want=$( (cat "$LEAN_CONFIG"; git -C "$TREE" ls-files -s '*Kconfig*') | sha256sum | cut -d' ' -f1)
 if [ ! -f "$OBJ/.config" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
 	log "build: configuring (tinyconfig + $(basename "$LEAN_CONFIG"))"
 	kmake -s tinyconfig >/dev/null
@@ -36,6 +38,10 @@ if [ ! -f "$OBJ/.config" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
 	kmake -s olddefconfig >/dev/null
 	bad=0
 	while IFS='=' read -r k v; do
+		if ! git -C "$TREE" grep -q -E "^(menu)?config ${k#CONFIG_}\$" -- '*Kconfig*'; then
+			log "build: $k is not in this tree's Kconfig, skipped"
+			continue
+		fi
 		got=$(sed -n "s/^$k=//p" "$OBJ/.config")
 		if [ "$v" = n ]; then [ -z "$got" ] && continue; fi
 		[ "$got" = "$v" ] && continue

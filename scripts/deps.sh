@@ -22,12 +22,12 @@ esac
 
 pkgs=(
 	# fetch + build
-	git quilt make gcc flex bison bc libelf-dev libssl-dev cpio xz-utils
+	git quilt make gcc flex bison bc libelf-dev libssl-dev cpio xz-utils rsync
 	ccache perl python3 dwarves
 	# boot + test
 	qemu-system-x86 qemu-utils fio blktrace sg3-utils busybox-static
 	# quality gates and mail
-	sparse shellcheck b4
+	sparse shellcheck b4 python3-ply python3-git
 	# benchmark output
 	gnuplot-nox jq
 )

@@ -13,6 +13,9 @@ for d in /tmp /run /var/tmp /mnt; do mount -t tmpfs tmpfs "$d"; done
 mount -t debugfs debugfs /sys/kernel/debug
 mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null || true
 ln -sf /proc/self/fd /dev/fd
+ln -sf /proc/self/fd/0 /dev/stdin
+ln -sf /proc/self/fd/1 /dev/stdout
+ln -sf /proc/self/fd/2 /dev/stderr
 mkdir -p /dev/shm /dev/hugepages /mnt/out
 mount -t tmpfs tmpfs /dev/shm
 mount -t hugetlbfs hugetlbfs /dev/hugepages

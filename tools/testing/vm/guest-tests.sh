@@ -9,7 +9,7 @@ usage: guest-tests.sh KSELFTEST_DIR
 Runs inside the test VM: runs every kselftest installed in KSELFTEST_DIR
 (scripts/build-kselftests.sh) into $BLKADAPT_OUT/kselftest.ktap, and copies the
 results of the KUnit suites that ran at boot into $BLKADAPT_OUT/kunit.ktap.
-The first SATA disk is scratch space: its data is overwritten.
+The VM's SATA disks are scratch space: their data is overwritten.
 USAGE
 }
 [ "${1:-}" = -h ] || [ "${1:-}" = --help ] && { usage; exit 0; }
@@ -29,8 +29,14 @@ if [ -d "$kunit" ] && [ -n "$(ls "$kunit")" ]; then
 	} >"$out/kunit.ktap"
 fi
 
-# sda is the VM's scratch disk: the write-and-verify checks may use it.
-export ATA_SELFTEST_WRITE_DISKS=sda
+# The VM's disks are scratch space (run-vm.sh names them by serial number):
+# the write-and-verify checks may overwrite them.
+scratch=()
+for d in /sys/block/sd*; do
+	grep -q blkadapt "$d/device/vpd_pg80" 2>/dev/null && scratch+=("$(basename "$d")")
+done
+export ATA_SELFTEST_WRITE_DISKS="${scratch[*]}"
+echo "guest-tests: scratch disks: ${scratch[*]}"
 rc=0
 "$1/run_kselftest.sh" 2>&1 | tee "$out/kselftest.ktap" || rc=$?
 exit "$rc"

@@ -10,7 +10,9 @@ usage: tools/testing/vm/run-vm.sh [options] -- COMMAND [ARG...]
 Boots the kernel under QEMU (TCG unless VM_ACCEL=kvm), with the host's root file
 system read-only over 9p, and runs COMMAND inside the guest from the current
 directory. The guest has an AHCI controller with one or more SATA disks
-(ide-hd) backed by sparse files, shaped by a device profile.
+(ide-hd, serial numbers blkadapt0, blkadapt1, ...) backed by sparse files,
+shaped by a device profile. scsi_debug starts with no host (add one through
+its sysfs add_host when a test needs it); null_blk makes its default nullb0.
 The exit status is COMMAND's, 124 on timeout, 125 when the guest died first.
 
 options:
@@ -76,7 +78,8 @@ done
 accel=${VM_ACCEL:-tcg}
 cmdline="console=ttyS0 root=hostroot rootfstype=9p ro
 rootflags=trans=virtio,version=9p2000.L,cache=loose,msize=262144
-init=$here/guest-init.sh panic=-1 oops=panic printk.devkmsg=on $append"
+init=$here/guest-init.sh panic=-1 oops=panic printk.devkmsg=on
+scsi_debug.add_host=0 $append"
 qemu=(qemu-system-x86_64 -machine pc -accel "$accel" -cpu max -smp 2 -m 2G
       -nodefaults -no-reboot -display none -serial stdio
       -kernel "$kernel" -append "$(echo "$cmdline" | tr '\n' ' ')"
