@@ -35,13 +35,15 @@ result() {
 	n=$((n + 1))
 	if [ "$1" = 0 ]; then echo "ok $n $2"; else echo "not ok $n $2"; fi | tee -a "$host"
 }
-# gate NAME CMD...: run CMD, log to logs/, record the result; show the log tail on failure.
+# gate NAME CMD...: run CMD with its output in $GATE_LOG, record the result;
+# show the log's tail on failure.
+GATE_LOG=""
 gate() {
-	local name=$1 logf rc=0
+	local name=$1 rc=0
 	shift
-	logf=$res/logs/$(echo "$name" | tr -c 'a-zA-Z0-9_.-' '_' | cut -c1-60).log
-	"$@" >"$logf" 2>&1 || rc=$?
-	[ "$rc" = 0 ] || tail -n 25 "$logf" | sed 's/^/# /' | tee -a "$host"
+	GATE_LOG=$res/logs/$((n + 1)).log
+	"$@" >"$GATE_LOG" 2>&1 || rc=$?
+	[ "$rc" = 0 ] || tail -n 25 "$GATE_LOG" | sed 's/^/# /' | tee -a "$host"
 	result "$rc" "$name"
 	return "$rc"
 }
@@ -61,7 +63,7 @@ gate "deps: Debian packages installed" "$REPO/scripts/deps.sh" || { finish; exit
 
 stage "base tree"
 if gate "base: fetch and commit the base tree" "$REPO/scripts/fetch-base.sh"; then
-	grep '^base:' "$res/logs/base__fetch_and_commit_the_base_tree.log"
+	grep '^base:' "$GATE_LOG"
 else
 	finish; exit 1
 fi
@@ -69,7 +71,7 @@ fi
 stage "apply the series (quilt push -a, git am)"
 if gate "apply: quilt push -a and git am give the same tree" \
 	"$REPO/scripts/prepare-tree.sh" --check-quilt --force; then
-	sed -n 's/^\[ *[0-9]*s\] //p' "$res/logs/apply__quilt_push_-a_and_git_am_give_the_same_tree.log"
+	sed -n 's/^\[ *[0-9]*s\] //p' "$GATE_LOG"
 else
 	finish; exit 1
 fi
