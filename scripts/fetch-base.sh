@@ -74,7 +74,10 @@ or point LINUX_TREE at a mainline git checkout, or LINUX_TARBALL at a release ta
 	# Debian's top-level .gitignore ignores every top-level path: add with -f.
 	git -C "$base.tmp" add -A -f
 	v=$(make -s -C "$base.tmp" kernelversion)
-	git -C "$base.tmp" -c user.name="blk-adapt base import" -c user.email="base@blk-adapt.invalid" \
+	# Dated like the tree itself, so that the base commit's id is the same on every machine.
+	when=$(date -u -r "$base.tmp/Makefile" '+%Y-%m-%dT%H:%M:%SZ')
+	GIT_AUTHOR_DATE=$when GIT_COMMITTER_DATE=$when \
+		git -C "$base.tmp" -c user.name="blk-adapt base import" -c user.email="base@blk-adapt.invalid" \
 		commit -q -m "Linux $v ($(cat "$CACHE/base-origin"))"
 	git -C "$base.tmp" tag "$BASE_TAG"
 	git -C "$base.tmp" gc -q --auto || true

@@ -45,10 +45,11 @@ done
 
 if [ "$check_quilt" = 1 ]; then
 	log "tree: quilt push -a (${#patches[@]} patches)"
-	pc=$(mktemp -d)
-	(cd "$TREE" && QUILT_PATCHES=$REPO/patches QUILT_SERIES=$REPO/series QUILT_PC=$pc \
+	tmp=$(mktemp -d)
+	# QUILT_PC must not exist yet: quilt takes an empty one for an old-format tree
+	(cd "$TREE" && QUILT_PATCHES=$REPO/patches QUILT_SERIES=$REPO/series QUILT_PC=$tmp/pc \
 		quilt push -a -q --fuzz=0 >/dev/null) || die "quilt push -a failed"
-	rm -rf "$pc"
+	rm -rf "$tmp"
 	git -C "$TREE" add -A -f
 	quilt_tree=$(git -C "$TREE" write-tree)
 	git -C "$TREE" reset -q --hard
