@@ -9,7 +9,11 @@ export PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/tmp TERM=dumb LANG=C.UTF-8
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mountpoint -q /dev || mount -t devtmpfs devtmpfs /dev
-for d in /tmp /run /var/tmp /mnt; do mount -t tmpfs tmpfs "$d"; done
+# /tmp stays the host's (read-only): the harness may live there. Scratch
+# files go to TMPDIR on tmpfs instead.
+for d in /run /var/tmp /mnt; do mount -t tmpfs tmpfs "$d"; done
+mkdir -p /run/tmp
+export TMPDIR=/run/tmp
 mount -t debugfs debugfs /sys/kernel/debug
 mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null || true
 ln -sf /proc/self/fd /dev/fd
@@ -25,7 +29,7 @@ mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 out /mnt/out
 echo "guest: Linux $(uname -r), $(nproc) CPUs, $(awk '/MemTotal/ {print $2}' /proc/meminfo) kB"
 rc=127
 if [ -f /mnt/out/job.sh ]; then
-	(cd /tmp && BLKADAPT_OUT=/mnt/out bash /mnt/out/job.sh)
+	(cd /run/tmp && BLKADAPT_OUT=/mnt/out bash /mnt/out/job.sh)
 	rc=$?
 fi
 echo "$rc" >/mnt/out/rc
