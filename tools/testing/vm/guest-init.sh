@@ -4,7 +4,7 @@
 # share (written there by run-vm.sh), stores its exit status next to it and
 # powers the VM off. Anything it prints goes to the serial console.
 # No `set -e` here on purpose: PID 1 must reach the power-off whatever happens.
-export PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/tmp TERM=dumb LANG=C.UTF-8
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/run/tmp TERM=dumb LANG=C.UTF-8
 
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
