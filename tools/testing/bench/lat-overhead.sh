@@ -24,7 +24,8 @@ trap 'echo 0 >"$cfg/power"; rmdir "$cfg"' EXIT
 echo 1024 >"$cfg/size"
 echo 0 >"$cfg/irqmode"		# complete inline: the block layer's own cost dominates
 echo 1 >"$cfg/power"
-dev=nullb$(cat "$cfg/index")
+dev=overhead		# the disk takes the configfs item's name
+[ -e "/sys/block/$dev" ] || dev=nullb$(cat "$cfg/index")
 sw=/sys/block/$dev/queue/lat_stats
 [ -e "$sw" ] || { echo "lat-overhead: kernel without lat_stats" >&2; exit 1; }
 echo none >"/sys/block/$dev/queue/scheduler"
@@ -37,8 +38,14 @@ run() {
 
 declare -a off on
 for i in $(seq 1 "$rounds"); do
-	echo 0 >"$sw"; off+=("$(run)")
-	echo 1 >"$sw"; on+=("$(run)")
+	# alternate which setting goes first, so that a drift favours neither
+	if ((i % 2)); then
+		echo 0 >"$sw"; off+=("$(run)")
+		echo 1 >"$sw"; on+=("$(run)")
+	else
+		echo 1 >"$sw"; on+=("$(run)")
+		echo 0 >"$sw"; off+=("$(run)")
+	fi
 	echo "round $i: off ${off[-1]} IOPS, on ${on[-1]} IOPS"
 done
 echo 0 >"$sw"
