@@ -28,5 +28,5 @@ kmake() { make -C "$TREE" O="$OBJ" CC="$(kcc)" -j"$(nproc)" "$@"; }
 series_patches() { sed -e 's/#.*//' -e 's/[[:space:]].*//' -e '/^$/d' "$REPO/series"; }
 
 # The kselftest targets the series adds, and where they are installed.
-KSELFTEST_TARGETS="drivers/ata"
+KSELFTEST_TARGETS="drivers/ata block"
 KSELFTEST_DIR=$BUILD/kselftest
