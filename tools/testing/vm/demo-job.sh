@@ -64,7 +64,6 @@ demo() {
 	      f" p99 {p['99.000000'] / 1e3:.0f} us, max {s['clat_ns']['max'] / 1e3:.0f} us")
 	print(f"  stream: {r['bw'] / 1024:.1f} MiB/s")
 	PY
-	sleep 1.1	# let the last window close
 	echo "== debugfs block/$disk/latency"
 	cat "/sys/kernel/debug/block/$disk/latency"
 	echo "== tracepoint blk_lat:block_lat_window"
