@@ -16,6 +16,8 @@ Runs every gate of the project in order and prints, last, one line
   6. boot the base kernel and the patched one in QEMU and run the series'
      kselftests and KUnit suites; the console must be free of oops, BUG,
      WARNING and lockdep reports
+  7. boot the patched kernel again with a throttled (hdd profile) disk and
+     run the adaptive caps test on it
 Logs and KTAP files go to $BUILD/results. Set BLK_ADAPT_CACHE to use
 another cache directory (an empty one reproduces CI).
 USAGE
@@ -51,7 +53,9 @@ finish() {
 	stage "summary"
 	local files=("$host")
 	# The base kernel's results are expected to fail: only the patched ones count.
-	for f in "$res"/bisect.ktap "$res"/patched/*.ktap; do [ -f "$f" ] && files+=("$f"); done
+	for f in "$res"/bisect.ktap "$res"/patched/*.ktap "$res"/patched-hdd/kselftest.ktap; do
+		[ -f "$f" ] && files+=("$f")
+	done
 	log "total time $(( $(date +%s) - T0 ))s; the last line sums up every KTAP result"
 	python3 "$REPO/tools/testing/ktap_summary.py" "${files[@]}" | tee "$res/summary.txt"
 	! grep -q '^FAIL' "$res/summary.txt"
@@ -97,14 +101,19 @@ grep -q '^not ok' "$res/bisect.ktap" && { finish; exit 1; }
 stage "kselftests"
 gate "kselftest: build and install $KSELFTEST_TARGETS" "$REPO/scripts/build-kselftests.sh" || { finish; exit 1; }
 
-# boot NAME KERNEL: run the test job in a VM with two disks, the second one
-# limited to 128 sectors with libata.force, and check the console.
+# boot NAME KERNEL [RUN-VM OPTION...] [-- GUEST-TESTS OPTION...]: run the test
+# job in a VM (by default two fast disks, the second one limited to 128 sectors
+# with libata.force) and check the console.
 boot() {
-	local name=$1 kernel=$2 rc=0
+	local name=$1 kernel=$2 rc=0 vm=() job=()
+	shift 2
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do vm+=("$1"); shift; done
+	[ $# -gt 0 ] && shift
+	job=("$@")
+	[ ${#vm[@]} -gt 0 ] || vm=(-n 2 -a "libata.force=2.00:max_sec_128")
 	log "vm: $name kernel ($(basename "$kernel"))"
-	"$REPO/tools/testing/vm/run-vm.sh" -q -k "$kernel" -n 2 -t 900 -o "$res/$name" \
-		-a "libata.force=2.00:max_sec_128" \
-		-- "$REPO/tools/testing/vm/guest-tests.sh" "$KSELFTEST_DIR" || rc=$?
+	"$REPO/tools/testing/vm/run-vm.sh" -q -k "$kernel" -t 900 -o "$res/$name" "${vm[@]}" \
+		-- "$REPO/tools/testing/vm/guest-tests.sh" "${job[@]}" "$KSELFTEST_DIR" || rc=$?
 	result "$([ "$rc" -le 1 ] && echo 0 || echo 1)" "boot: $name kernel ran the test job (status $rc)"
 	bad=$(grep -nE 'BUG:|WARNING:|Oops|Kernel panic|INFO: (possible|task)|lockdep|general protection|KASAN|UBSAN' \
 		"$res/$name/console.log" || true)
@@ -123,4 +132,8 @@ result "$([ -n "$maxreq" ] && [ "$maxreq" -le 21504 ] && echo 0 || echo 1)" \
 stage "boot the patched kernel and run the tests"
 boot patched "$BZIMAGE"
 grep -E '^# # ' "$res/patched/kselftest.ktap" | sed 's/^# # /  /' || true
+
+stage "boot the patched kernel with a throttled disk: the adaptive caps"
+boot patched-hdd "$BZIMAGE" -p hdd -n 1 -- -t block:adapt.sh --throttled
+grep -E '^# # ' "$res/patched-hdd/kselftest.ktap" | sed 's/^# # /  /' || true
 finish

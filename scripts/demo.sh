@@ -6,13 +6,15 @@ set -euo pipefail
 
 usage() {
 	cat <<USAGE
-usage: scripts/demo.sh [-p PROFILE] [SECONDS]
+usage: scripts/demo.sh [-p PROFILE] [SECONDS [TARGET_US]]
 Prepares the tree if needed ($TREE), builds the lean kernel (incremental),
 boots it under QEMU with one AHCI SATA disk of device profile PROFILE
 (default hdd: 150 MB/s, 150 commands/s; see tools/testing/vm/run-vm.sh) and
 runs tools/testing/vm/demo-job.sh there for SECONDS (default 10): the disk's
 limits, 4 KiB random reads next to a 32 MiB read stream, the latency table
-and tracepoint. The guest's console is in $BUILD/vm/demo/console.log.
+and tracepoint; with TARGET_US, the same load again with the adaptive caps on
+(queue/adapt_lat_usec) and their trace. The guest's console is in
+$BUILD/vm/demo/console.log.
 USAGE
 }
 profile=hdd
@@ -24,12 +26,14 @@ while [ $# -gt 0 ]; do
 	*) break ;;
 	esac
 done
-secs=${1:-10}
+secs=${1:-10} target=${2:-}
 [[ "$secs" =~ ^[1-9][0-9]*$ ]] || die "SECONDS must be a positive integer, not '$secs'"
+[[ -z "$target" || "$target" =~ ^[1-9][0-9]*$ ]] ||
+	die "TARGET_US must be a positive integer, not '$target'"
 
 [ -d "$TREE/.git" ] || "$REPO/scripts/prepare-tree.sh"
 "$REPO/scripts/build.sh"
 log "demo: booting (profile $profile, ${secs} s of fio)"
-"$REPO/tools/testing/vm/run-vm.sh" -q -p "$profile" -t $((secs + 300)) -o "$BUILD/vm/demo" \
-	-- "$REPO/tools/testing/vm/demo-job.sh" "$secs" || die "demo job failed (see $BUILD/vm/demo/console.log)"
+"$REPO/tools/testing/vm/run-vm.sh" -q -p "$profile" -t $((2 * secs + 300)) -o "$BUILD/vm/demo" \
+	-- "$REPO/tools/testing/vm/demo-job.sh" "$secs" ${target:+"$target"} || die "demo job failed (see $BUILD/vm/demo/console.log)"
 cat "$BUILD/vm/demo/demo.txt"

@@ -6,19 +6,42 @@ set -euo pipefail
 
 usage() {
 	cat <<'USAGE'
-usage: demo-job.sh [SECONDS]
+usage: demo-job.sh [SECONDS [TARGET_US]]
 Runs inside the test VM. On the first scratch SATA disk (serial blkadapt*):
 prints its transfer limits, raises max_sectors_kb to max_hw_sectors_kb, turns
 on latency accounting (queue/lat_stats) and the blk_lat:block_lat_window
 tracepoint, then runs for SECONDS (default 10) a 32 MiB sequential read stream
 (iodepth 2) next to a 4 KiB random reader (iodepth 1). Prints the reader's
 latency percentiles, the stream's bandwidth, the debugfs latency table and
-the tracepoint lines. Reads only: the disk's data is not changed.
+the tracepoint lines. With TARGET_US, runs the same load again with the
+adaptive caps on (queue/adapt_lat_usec) and prints the reader's latency, the
+caps and the blk_adapt:block_adapt_step trace. Reads only: the disk's data is
+not changed.
 USAGE
 }
 case "${1:-}" in -h|--help) usage; exit 0 ;; esac
-secs=${1:-10}
+secs=${1:-10} target=${2:-}
 [[ "$secs" =~ ^[1-9][0-9]*$ ]] || { usage >&2; exit 2; }
+[[ -z "$target" || "$target" =~ ^[1-9][0-9]*$ ]] || { usage >&2; exit 2; }
+
+# mixed: the stream and the reader for $secs s; prints fio's view of both.
+mixed() {
+	fio --output-format=json --direct=1 --time_based --runtime="$secs" --filename="/dev/$disk" \
+		--name=stream --rw=read --bs=32m --ioengine=libaio --iodepth=2 --size=2g \
+		--iomem=mmaphuge:"/dev/hugepages/demo.$$" \
+		--name=small --rw=randread --bs=4k --ioengine=psync --offset=2g --size=1g \
+		>"$TMPDIR/demo.json"
+	rm -f "/dev/hugepages/demo.$$"
+	python3 - "$TMPDIR/demo.json" <<-'PY'
+	import json, sys
+	jobs = {j["jobname"]: j for j in json.load(open(sys.argv[1]))["jobs"]}
+	s, r = jobs["small"]["read"], jobs["stream"]["read"]
+	p = s["clat_ns"]["percentile"]
+	print(f"  small: {s['total_ios']} reads, p50 {p['50.000000'] / 1e3:.0f} us,"
+	      f" p99 {p['99.000000'] / 1e3:.0f} us, max {s['clat_ns']['max'] / 1e3:.0f} us")
+	print(f"  stream: {r['bw'] / 1024:.1f} MiB/s")
+	PY
+}
 
 demo() {
 	disk=""
@@ -48,28 +71,30 @@ demo() {
 	echo >"$tr/trace"
 
 	echo "== $secs s: 32 MiB reads (iodepth 2) next to 4 KiB random reads (iodepth 1)"
-	fio --output-format=json --direct=1 --time_based --runtime="$secs" --filename="/dev/$disk" \
-		--name=stream --rw=read --bs=32m --ioengine=libaio --iodepth=2 --size=2g \
-		--iomem=mmaphuge:"/dev/hugepages/demo.$$" \
-		--name=small --rw=randread --bs=4k --ioengine=psync --offset=2g --size=1g \
-		>"$TMPDIR/demo.json"
-	rm -f "/dev/hugepages/demo.$$"
-	echo "$huge" >/proc/sys/vm/nr_hugepages
-	python3 - "$TMPDIR/demo.json" <<-'PY'
-	import json, sys
-	jobs = {j["jobname"]: j for j in json.load(open(sys.argv[1]))["jobs"]}
-	s, r = jobs["small"]["read"], jobs["stream"]["read"]
-	p = s["clat_ns"]["percentile"]
-	print(f"  small: {s['total_ios']} reads, p50 {p['50.000000'] / 1e3:.0f} us,"
-	      f" p99 {p['99.000000'] / 1e3:.0f} us, max {s['clat_ns']['max'] / 1e3:.0f} us")
-	print(f"  stream: {r['bw'] / 1024:.1f} MiB/s")
-	PY
+	mixed
 	echo "== debugfs block/$disk/latency"
 	cat "/sys/kernel/debug/block/$disk/latency"
 	echo "== tracepoint blk_lat:block_lat_window"
 	grep block_lat_window "$tr/trace" | sed 's/^ *//'
 	echo 0 >"$tr/events/blk_lat/block_lat_window/enable"
 	echo 0 >"$q/lat_stats"
+	if [ -n "$target" ]; then
+		[ -e "$q/adapt_lat_usec" ] || { echo "demo: kernel without adapt_lat_usec" >&2; exit 1; }
+		echo 1 >"$tr/events/blk_adapt/block_adapt_step/enable"
+		echo >"$tr/trace"
+		echo "$target" >"$q/adapt_lat_usec"
+		echo "== the same with adapt_lat_usec=$target"
+		mixed
+		echo "  caps now: adapt_max_sectors_kb $(cat "$q/adapt_max_sectors_kb")," \
+			"adapt_depth $(cat "$q/adapt_depth")"
+		echo "== tracepoint blk_adapt:block_adapt_step"
+		grep block_adapt_step "$tr/trace" | sed 's/^ *//'
+		echo "== debugfs block/$disk/rqos/adapt/state"
+		sed 's/^/  /' "/sys/kernel/debug/block/$disk/rqos/adapt/state"
+		echo 0 >"$tr/events/blk_adapt/block_adapt_step/enable"
+		echo 0 >"$q/adapt_lat_usec"
+	fi
+	echo "$huge" >/proc/sys/vm/nr_hugepages
 }
 
 if [ -n "${BLKADAPT_OUT:-}" ]; then

@@ -5,13 +5,24 @@ set -euo pipefail
 
 usage() {
 	cat <<'USAGE'
-usage: guest-tests.sh KSELFTEST_DIR
-Runs inside the test VM: runs every kselftest installed in KSELFTEST_DIR
-(scripts/build-kselftests.sh) into $BLKADAPT_OUT/kselftest.ktap, and copies the
-results of the KUnit suites that ran at boot into $BLKADAPT_OUT/kunit.ktap.
-The VM's SATA disks are scratch space: their data is overwritten.
+usage: guest-tests.sh [-t COLLECTION:TEST]... [--throttled] KSELFTEST_DIR
+Runs inside the test VM: runs the kselftests installed in KSELFTEST_DIR
+(scripts/build-kselftests.sh; all of them, or those named with -t) into
+$BLKADAPT_OUT/kselftest.ktap, and copies the results of the KUnit suites that
+ran at boot into $BLKADAPT_OUT/kunit.ktap. The VM's SATA disks are scratch
+space: their data is overwritten. --throttled says the disks are shaped like a
+real disk (run-vm.sh -p hdd or ssd): the adaptive caps test then measures
+latency and throughput on them too (ADAPT_SELFTEST_DISKS).
 USAGE
 }
+tests=() throttled=0
+while [ $# -gt 1 ]; do
+	case "$1" in
+	-t) tests+=(-t "$2"); shift 2 ;;
+	--throttled) throttled=1; shift ;;
+	*) break ;;
+	esac
+done
 [ "${1:-}" = -h ] || [ "${1:-}" = --help ] && { usage; exit 0; }
 if [ $# -ne 1 ] || [ ! -x "$1/run_kselftest.sh" ]; then
 	usage >&2
@@ -37,6 +48,9 @@ for d in /sys/block/sd*; do
 done
 export ATA_SELFTEST_WRITE_DISKS="${scratch[*]}"
 echo "guest-tests: scratch disks: ${scratch[*]}"
+if [ "$throttled" = 1 ]; then
+	export ADAPT_SELFTEST_DISKS="${scratch[*]}"
+fi
 rc=0
-"$1/run_kselftest.sh" 2>&1 | tee "$out/kselftest.ktap" || rc=$?
+"$1/run_kselftest.sh" "${tests[@]}" 2>&1 | tee "$out/kselftest.ktap" || rc=$?
 exit "$rc"
