@@ -29,7 +29,7 @@ pkgs=(
 	# quality gates and mail
 	sparse shellcheck b4 python3-ply python3-git
 	# benchmark output
-	gnuplot-nox jq
+	gnuplot-nox jq python3-matplotlib
 )
 
 missing=()

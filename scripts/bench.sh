@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The latency benchmark: build, boot one emulated disk, run the fio workloads
+# against every configuration in one boot, and make the table, JSON and plot.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+usage() {
+	cat <<USAGE
+usage: scripts/bench.sh [-p PROFILE] [-o DIR] [-q] [-- LATBENCH OPTION...]
+Prepares and builds the tree if needed, boots it under QEMU with one AHCI
+SATA disk of device profile PROFILE (default hdd; see tools/testing/vm/run-vm.sh)
+and runs tools/testing/bench/latbench.sh there (every configuration,
+interleaved; about 25 minutes with the defaults). Then
+tools/testing/bench/report.py writes DIR/results.md, results.json and
+p99-vs-throughput.png (DIR defaults to $BUILD/bench/PROFILE) and prints the
+tables. -q runs the short version (one round of 8 s runs, no oracle sweep,
+about 5 minutes).
+USAGE
+}
+profile=hdd out="" extra=()
+while [ $# -gt 0 ]; do
+	case "$1" in
+	-p|--profile) [ $# -ge 2 ] || die "$1 needs a value"; profile=$2; shift 2 ;;
+	-o|--out) [ $# -ge 2 ] || die "$1 needs a value"; out=$2; shift 2 ;;
+	-q|--quick) extra+=(-q); shift ;;
+	-h|--help) usage; exit 0 ;;
+	--) shift; extra+=("$@"); break ;;
+	*) usage >&2; die "unknown argument '$1'" ;;
+	esac
+done
+out=${out:-$BUILD/bench/$profile}
+[ -d "$TREE/.git" ] || "$REPO/scripts/prepare-tree.sh"
+"$REPO/scripts/build.sh"
+rm -rf "$out"
+mkdir -p "$out"
+log "bench: booting (profile $profile), results in $out"
+"$REPO/tools/testing/vm/run-vm.sh" -q -p "$profile" -n 1 -s 8G -t 3600 -o "$out" \
+	-- "$REPO/tools/testing/bench/latbench.sh" "${extra[@]}" sda ||
+	die "benchmark job failed (see $out/console.log)"
+grep -a '^\[[0-9:]*\] ' "$out/console.log" | tail -n 3 >&2 || true
+/usr/bin/python3 "$REPO/tools/testing/bench/report.py" "$out"
+log "bench: plot in $out/p99-vs-throughput.png"

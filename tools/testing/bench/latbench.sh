@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# Latency benchmark, run inside the VM (scripts/bench.sh boots it): the fio
+# workloads of tools/testing/bench/jobs against a set of block-layer
+# configurations, interleaved, every run's fio JSON kept.
+set -euo pipefail
+
+usage() {
+	cat <<'USAGE'
+usage: latbench.sh [-r REPS] [-t SECONDS] [-q] DISK
+Runs inside the test VM, on DISK (e.g. sda; its data is only read):
+  W1  the stream (8 MiB reads, iodepth 4) + a 4 KiB prober at 20 IOPS,
+      for every configuration: max_sectors_kb 128, 1280, 4096, 32767 under
+      mq-deadline; Kyber and BFQ at 4096; wbt on at 4096; the adaptive caps
+      at 20 ms and 50 ms targets (max_sectors_kb 32767);
+  W3  the stream alone, for 4096, 32767 and the adaptive caps at 20 ms;
+  the oracle frontier: W1 with the controller off and the stream's own
+      block size (256k, 1m, 4m, 8m) x iodepth (1, 2, 4) swept.
+REPS rounds (default 2), each with every configuration once, in an order that
+rotates from round to round; SECONDS per run (default 15, plus 2 s of ramp).
+-q: a short version (1 round, 8 s runs, no oracle sweep).
+Writes $BLKADAPT_OUT/bench/<workload>/<configuration>/r<round>.json and
+$BLKADAPT_OUT/bench/meta.json.
+USAGE
+}
+
+reps=2 secs=15 quick=0
+while [ $# -gt 0 ]; do
+	case "$1" in
+	-r) reps=$2; shift 2 ;;
+	-t) secs=$2; shift 2 ;;
+	-q) quick=1; reps=1; secs=8; shift ;;
+	-h|--help) usage; exit 0 ;;
+	-*) usage >&2; exit 2 ;;
+	*) break ;;
+	esac
+done
+[ $# -eq 1 ] || { usage >&2; exit 2; }
+[[ "$reps" =~ ^[1-9][0-9]*$ && "$secs" =~ ^[1-9][0-9]*$ ]] || { usage >&2; exit 2; }
+disk=$1 q=/sys/block/$1/queue
+[ -d "$q" ] || { echo "latbench: no disk $disk" >&2; exit 1; }
+[ -e "$q/adapt_lat_usec" ] || { echo "latbench: kernel without adapt_lat_usec" >&2; exit 1; }
+out=${BLKADAPT_OUT:?not running inside the VM}/bench
+jobs=$(dirname "$(realpath "$0")")/jobs
+mkdir -p "$out"
+
+# Configurations: NAME max_sectors_kb scheduler wbt_lat_usec adapt_lat_usec
+CONFIGS=(
+	"static-128 128 mq-deadline 0 0"
+	"static-1280 1280 mq-deadline 0 0"
+	"static-4096 4096 mq-deadline 0 0"
+	"static-32767 32767 mq-deadline 0 0"
+	"kyber 4096 kyber 0 0"
+	"bfq 4096 bfq 0 0"
+	"wbt 4096 mq-deadline 75000 0"
+	"adapt-20ms 32767 mq-deadline 0 20000"
+	"adapt-50ms 32767 mq-deadline 0 50000"
+)
+W3_CONFIGS=("${CONFIGS[2]}" "${CONFIGS[3]}" "${CONFIGS[7]}")
+
+apply() {	# apply NAME MAXKB SCHED WBT ADAPT
+	echo 0 >"$q/adapt_lat_usec"
+	echo "$3" >"$q/scheduler"
+	echo "$2" >"$q/max_sectors_kb"
+	[ -e "$q/wbt_lat_usec" ] && echo "$4" >"$q/wbt_lat_usec"
+	echo "$5" >"$q/adapt_lat_usec"
+}
+
+# run WORKLOAD JOBFILE CONFIG-NAME ROUND BS QD
+run() {
+	local dir=$out/$1/$3
+
+	mkdir -p "$dir"
+	printf '[%s] %s %s round %s (bs %s, iodepth %s)\n' "$(date +%T)" "$1" "$3" "$4" "$5" "$6"
+	DEV=$disk RUNTIME=$secs BS=$5 QD=$6 HUGEFILE=/dev/hugepages/latbench.$$ \
+		fio --output-format=json --output="$dir/r$4.json" "$jobs/$2"
+	rm -f "/dev/hugepages/latbench.$$"
+}
+
+# every round, start one configuration further down the list
+rotate() {	# rotate ROUND ITEM...: the items, starting at ROUND mod count
+	local r=$1 n i
+	shift
+	n=$#
+	for ((i = 0; i < n; i++)); do
+		echo "${@:$(((r + i) % n + 1)):1}"
+	done
+}
+
+huge=$(cat /proc/sys/vm/nr_hugepages)
+echo $((huge + 80)) >/proc/sys/vm/nr_hugepages
+trap 'echo 0 >"$q/adapt_lat_usec"; echo "$huge" >/proc/sys/vm/nr_hugepages' EXIT
+
+python3 - "$out/meta.json" "$disk" "$reps" "$secs" <<'PY'
+import json, os, platform, sys, time
+q = f"/sys/block/{sys.argv[2]}/queue/"
+rd = lambda f: open(q + f).read().strip()
+json.dump({"kernel": platform.release(), "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+           "disk": sys.argv[2], "rounds": int(sys.argv[3]), "seconds": int(sys.argv[4]),
+           "max_hw_sectors_kb": rd("max_hw_sectors_kb"), "rotational": rd("rotational"),
+           "queue_depth": open(f"/sys/block/{sys.argv[2]}/device/queue_depth").read().strip(),
+           "cpus": os.cpu_count()}, open(sys.argv[1], "w"), indent=1)
+PY
+
+for r in $(seq 1 "$reps"); do
+	while read -r cfg; do
+		read -r name maxkb sched wbt adapt <<<"$cfg"
+		apply "$name" "$maxkb" "$sched" "$wbt" "$adapt"
+		run w1 w1-stream-prober.fio "$name" "$r" 8m 4
+	done < <(rotate "$r" "${CONFIGS[@]}")
+	while read -r cfg; do
+		read -r name maxkb sched wbt adapt <<<"$cfg"
+		apply "$name" "$maxkb" "$sched" "$wbt" "$adapt"
+		run w3 w3-stream.fio "$name" "$r" 8m 4
+	done < <(rotate "$r" "${W3_CONFIGS[@]}")
+done
+[ "$quick" = 1 ] && exit 0
+apply oracle 32767 mq-deadline 0 0
+for bs in 256k 1m 4m 8m; do
+	for qd in 1 2 4; do
+		run oracle w1-stream-prober.fio "bs$bs-qd$qd" 1 "$bs" "$qd"
+	done
+done

@@ -1,0 +1,127 @@
+#!/usr/bin/python3
+"""Tables, JSON and a plot from the runs of tools/testing/bench/latbench.sh.
+
+usage: report.py RESULTS_DIR
+
+RESULTS_DIR holds bench/meta.json and bench/<workload>/<config>/r<N>.json
+(fio JSON). Writes RESULTS_DIR/results.md (Markdown tables), results.json
+(every run's figures and the medians) and p99-vs-throughput.png (the
+prober's p99 against the stream's throughput, one point per configuration
+with the range over rounds, and the oracle frontier). Uses Debian's
+python3-matplotlib for the plot.
+"""
+import glob
+import json
+import os
+import statistics
+import sys
+
+
+def figures(path):
+    """The prober's clat p50/p99/p99.9 (ms) and the stream's MB/s of one run."""
+    jobs = {j["jobname"]: j for j in json.load(open(path))["jobs"]}
+    out = {"stream_mbs": jobs["stream"]["read"]["bw_bytes"] / 1e6}
+    if "prober" in jobs:
+        p = jobs["prober"]["read"]["clat_ns"]["percentile"]
+        out.update(p50_ms=p["50.000000"] / 1e6, p99_ms=p["99.000000"] / 1e6,
+                   p999_ms=p["99.900000"] / 1e6,
+                   prober_ios=jobs["prober"]["read"]["total_ios"])
+    return out
+
+
+def collect(bench):
+    res = {}
+    for wl in sorted(os.listdir(bench)):
+        if not os.path.isdir(os.path.join(bench, wl)):
+            continue
+        for cfg in sorted(os.listdir(os.path.join(bench, wl))):
+            runs = [figures(f) for f in sorted(glob.glob(os.path.join(bench, wl, cfg, "r*.json")))]
+            if not runs:
+                continue
+            med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+            rng = {k: [min(r[k] for r in runs), max(r[k] for r in runs)] for k in runs[0]}
+            res.setdefault(wl, {})[cfg] = {"runs": runs, "median": med, "range": rng}
+    return res
+
+
+def table(rows, lone):
+    cols = [("p50_ms", "prober p50 ms", min), ("p99_ms", "prober p99 ms", min),
+            ("p999_ms", "prober p99.9 ms", min), ("stream_mbs", "stream MB/s", max)]
+    static = {c: r for c, r in rows.items() if c.startswith("static-")}
+    best = {k: pick(r["median"][k] for r in static.values()) for k, _, pick in cols} if static else {}
+    head = "| configuration | runs | " + " | ".join(t for _, t, _ in cols) + " | stream / lone |"
+    lines = [head, "|" + "---|" * (len(cols) + 3)]
+    for cfg, r in rows.items():
+        cells = []
+        for k, _, _ in cols:
+            m = r["median"][k]
+            ratio = f" ({m / best[k]:.2f}x)" if best.get(k) else ""
+            cells.append(f"{m:.1f}{ratio}")
+        lo = lone.get(cfg) or lone.get("static-32767")
+        frac = f"{r['median']['stream_mbs'] / lo:.0%}" if lo else "-"
+        lines.append(f"| {cfg} | {len(r['runs'])} | " + " | ".join(cells) + f" | {frac} |")
+    return "\n".join(lines)
+
+
+def plot(res, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 5.5))
+    for cfg, r in res.get("w1", {}).items():
+        m, g = r["median"], r["range"]
+        ax.errorbar(m["stream_mbs"], m["p99_ms"],
+                    xerr=[[m["stream_mbs"] - g["stream_mbs"][0]], [g["stream_mbs"][1] - m["stream_mbs"]]],
+                    yerr=[[m["p99_ms"] - g["p99_ms"][0]], [g["p99_ms"][1] - m["p99_ms"]]],
+                    fmt="o" if cfg.startswith("adapt") else "s", capsize=3, label=cfg)
+    orc = sorted((r["median"]["stream_mbs"], r["median"]["p99_ms"], c)
+                 for c, r in res.get("oracle", {}).items())
+    if orc:
+        ax.plot([o[0] for o in orc], [o[1] for o in orc], "k.", label="oracle (bs x iodepth)")
+        front, best = [], float("inf")
+        for x, y, _ in sorted(orc, key=lambda o: -o[0]):
+            if y < best:
+                front.append((x, y))
+                best = y
+        front.sort()
+        ax.plot([f[0] for f in front], [f[1] for f in front], "k--", lw=1, label="oracle frontier")
+    ax.set_yscale("log")
+    ax.set_xlabel("stream throughput, MB/s (median; bars: range over rounds)")
+    ax.set_ylabel("4 KiB prober p99, ms (log)")
+    ax.set_title("W1: 8 MiB read stream + 4 KiB prober at 20 IOPS")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def main():
+    if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
+        print(__doc__.strip(), file=sys.stderr if len(sys.argv) != 2 else sys.stdout)
+        sys.exit(0 if len(sys.argv) == 2 else 2)
+    top = sys.argv[1]
+    bench = os.path.join(top, "bench")
+    if not os.path.isfile(os.path.join(bench, "meta.json")):
+        sys.exit(f"report.py: no {bench}/meta.json: not a latbench result directory")
+    meta = json.load(open(os.path.join(bench, "meta.json")))
+    res = collect(bench)
+    lone = {c: r["median"]["stream_mbs"] for c, r in res.get("w3", {}).items()}
+    md = [f"Kernel {meta['kernel']}, disk {meta['disk']} (queue depth {meta['queue_depth']}, "
+          f"max_hw_sectors_kb {meta['max_hw_sectors_kb']}), {meta['rounds']} round(s) of "
+          f"{meta['seconds']} s runs, {meta['date']}. Medians over rounds; ratios to the best "
+          "static max_sectors_kb setting of each column; stream / lone: the stream's throughput "
+          "over its throughput alone (W3) with the same configuration, or with static-32767.", ""]
+    for wl, title in (("w1", "W1: 8 MiB read stream (iodepth 4) + 4 KiB prober at 20 IOPS"),
+                      ("w3", "W3: the stream alone"),
+                      ("oracle", "Oracle sweep: W1 with the controller off, the stream's block size x iodepth")):
+        if wl in res:
+            md += [f"### {title}", "", table(res[wl], lone), ""]
+    open(os.path.join(top, "results.md"), "w").write("\n".join(md))
+    json.dump({"meta": meta, "results": res}, open(os.path.join(top, "results.json"), "w"), indent=1)
+    plot(res, os.path.join(top, "p99-vs-throughput.png"))
+    print("\n".join(md))
+
+
+if __name__ == "__main__":
+    main()
