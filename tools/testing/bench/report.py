@@ -29,13 +29,33 @@ def figures(path):
     return out
 
 
+ORDER = ["static-128", "static-1280", "static-4096", "static-32767", "kyber", "bfq", "wbt",
+         "adapt-20ms", "adapt-50ms"]
+
+
+def order(cfg):
+    """Configurations in latbench.sh's order; oracle points by block size, then depth."""
+    if cfg in ORDER:
+        return (0, ORDER.index(cfg), 0)
+    if cfg.startswith("bs"):
+        bs, qd = cfg[2:].split("-qd")
+        unit = {"k": 1, "m": 1024}[bs[-1]]
+        return (1, int(bs[:-1]) * unit, int(qd))
+    return (2, cfg, 0)
+
+
 def collect(bench):
     res = {}
     for wl in sorted(os.listdir(bench)):
         if not os.path.isdir(os.path.join(bench, wl)):
             continue
-        for cfg in sorted(os.listdir(os.path.join(bench, wl))):
-            runs = [figures(f) for f in sorted(glob.glob(os.path.join(bench, wl, cfg, "r*.json")))]
+        for cfg in sorted(os.listdir(os.path.join(bench, wl)), key=order):
+            runs = []
+            for f in sorted(glob.glob(os.path.join(bench, wl, cfg, "r*.json"))):
+                try:
+                    runs.append(figures(f))
+                except (ValueError, KeyError) as e:
+                    print(f"report.py: skipping {f}: {e}", file=sys.stderr)
             if not runs:
                 continue
             med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
