@@ -67,6 +67,8 @@ def collect(bench):
 def table(rows, lone):
     cols = [("p50_ms", "prober p50 ms", min), ("p99_ms", "prober p99 ms", min),
             ("p999_ms", "prober p99.9 ms", min), ("stream_mbs", "stream MB/s", max)]
+    have = next(iter(rows.values()))["median"]
+    cols = [c for c in cols if c[0] in have]
     static = {c: r for c, r in rows.items() if c.startswith("static-")}
     best = {k: pick(r["median"][k] for r in static.values()) for k, _, pick in cols} if static else {}
     head = "| configuration | runs | " + " | ".join(t for _, t, _ in cols) + " | stream / lone |"
@@ -100,7 +102,7 @@ def plot(res, path):
     if orc:
         ax.plot([o[0] for o in orc], [o[1] for o in orc], "k.", label="oracle (bs x iodepth)")
         front, best = [], float("inf")
-        for x, y, _ in sorted(orc, key=lambda o: -o[0]):
+        for x, y, _ in sorted(orc, key=lambda o: (-o[0], o[1])):
             if y < best:
                 front.append((x, y))
                 best = y
