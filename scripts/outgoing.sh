@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# Prepare the series for the mailing lists: outgoing/v<N>/ with a cover letter
+# filled from the latest benchmark results, and To/Cc from get_maintainer.pl.
+# Nothing is sent.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+usage() {
+	cat <<USAGE
+usage: scripts/outgoing.sh [-v N] [--no-rfc] [--range-diff OLD_BASE..OLD_TIP]
+Writes outgoing/vN/ (default N=1): 'git format-patch --cover-letter --base'
+of the prepared tree ($TREE, base $BASE_TAG), subject prefix "RFC PATCH"
+unless --no-rfc. The cover letter gets the problem statement, the design, the
+test matrix and the W1 table of docs/bench/hdd/results.md; every mail gets
+To: (lists) and Cc: (maintainers) from the tree's scripts/get_maintainer.pl.
+--range-diff adds 'git range-diff' against an earlier version of the series
+(a commit range in $TREE) to the cover letter. Send with
+'git send-email outgoing/vN/*.patch' (try --dry-run first); CI never sends.
+USAGE
+}
+ver=1 prefix="RFC PATCH" old=""
+while [ $# -gt 0 ]; do
+	case "$1" in
+	-v) [ $# -ge 2 ] || die "-v needs a number"; ver=$2; shift 2 ;;
+	--no-rfc) prefix="PATCH"; shift ;;
+	--range-diff) [ $# -ge 2 ] || die "--range-diff needs OLD_BASE..OLD_TIP"; old=$2; shift 2 ;;
+	-h|--help) usage; exit 0 ;;
+	*) usage >&2; die "unknown argument '$1'" ;;
+	esac
+done
+[[ "$ver" =~ ^[1-9][0-9]*$ ]] || die "-v wants a positive number, not '$ver'"
+[ -d "$TREE/.git" ] || die "no prepared tree at $TREE: run scripts/prepare-tree.sh"
+results=$REPO/docs/bench/hdd/results.md
+[ -f "$results" ] || die "no $results: run scripts/bench.sh and commit its results first"
+if [ -n "$old" ]; then
+	for r in "${old%%..*}" "${old##*..}"; do
+		git -C "$TREE" rev-parse -q --verify "$r^{commit}" >/dev/null ||
+			die "--range-diff: '$old' is not a commit range in $TREE"
+	done
+fi
+
+out=$REPO/outgoing/v$ver
+rm -rf "$out"
+mkdir -p "$out"
+log "outgoing: format-patch v$ver into $out"
+git -C "$TREE" format-patch -q --cover-letter --base="$BASE_TAG" -v "$ver" \
+	--subject-prefix="$prefix" -o "$out" "$BASE_TAG"..HEAD
+
+# To: the lists, Cc: the people, over all patches
+log "outgoing: get_maintainer.pl"
+gm=(perl "$TREE/scripts/get_maintainer.pl" --no-rolestats --no-git --no-git-fallback --no-tree)
+mapfile -t pats < <(find "$out" -name '*.patch' ! -name '*-0000-cover-letter.patch' | sort)
+mapfile -t addrs < <(cd "$TREE" && "${gm[@]}" "${pats[@]}" | sort -u)
+to=() cc=()
+for a in "${addrs[@]}"; do
+	case "$a" in
+	*@vger.kernel.org*|*@lists.*) to+=("$a") ;;
+	*) cc+=("$a") ;;
+	esac
+done
+[ ${#to[@]} -gt 0 ] || die "get_maintainer.pl found no list for the series"
+
+mapfile -t commits < <(git -C "$TREE" log --reverse --format='%h ("%s")' "$BASE_TAG"..HEAD)
+first=${commits[0]}
+cover=$(ls "$out"/*0000-cover-letter.patch)
+body=$(mktemp)
+{
+	cat <<'TEXT'
+In 2004 libata raised the largest request on LBA48 disks from 128 KiB to
+32 MiB. Throughput went up, but a 32 MiB transfer keeps a disk busy for
+most of a second, and small requests wait behind it. The driver said the
+block layer should decide the limit, and the block layer said only the
+driver knows the device. The answer predicted then was adaptive: the block
+layer times requests, caps the request size when latency gets too long,
+and uses the same timing to tune the queue depth. Today max_sectors_kb is
+a static 4 MiB by default, AHCI's 64 KiB segments keep requests at or
+below about 10 MiB, and request size is adapted nowhere.
+
+This series:
+
+ - 1-3 (linux-ide): AHCI takes 4 MiB PRD entries, so that LBA48 requests
+   of 32 MiB really form. libata reports the limit in the Block Limits VPD
+   page. A kselftest checks both.
+ - 4-6 (linux-block): per-queue latency accounting. Queue time and device
+   time, by operation and size class, in log-linear histograms (error at
+   most 6.25%). Per-CPU and lock-free on completion, one static branch
+   when off. Shown in debugfs and in a tracepoint, switched on in sysfs.
+   KUnit and a kselftest.
+ - 7 (linux-block): adaptive request size and depth caps, an rq_qos
+   policy. Given a p99 target for small requests, it bounds the bytes of
+   large requests in flight, learns the device's bandwidth and
+   per-command time, and spends the budget as a size cap and a depth cap.
+   Small requests pass the large ones it holds back, and it opens up
+   when nobody needs protection. KUnit (control law against a device
+   model) and a kselftest (null_blk and an emulated SATA disk, with fio
+   verify).
+
+Tested in QEMU (x86_64, TCG) on AHCI ide-hd disks and null_blk. Test
+matrix: KUnit blk-lat (5) and blk-adapt (5); kselftests drivers/ata
+(8 checks), block/lat_stats (6) and block/adapt (5 on null_blk, plus 3 per
+throttled SATA disk); a build after every patch; checkpatch --strict.
+
+Results on an emulated 150 MB/s, 150 commands/s disk: an 8 MiB read
+stream at iodepth 4 next to a 4 KiB prober at 20 IOPS. These are medians
+of interleaved runs in one boot, with ratios to the best static
+max_sectors_kb:
+
+TEXT
+	sed -n '/^### W1/,/^### /p' "$results" | grep '^|'
+	cat <<'TEXT'
+
+The oracle sweep (the stream's own block size and depth, chosen with
+hindsight) and the plot are in the project's docs. At a 50 ms target the
+caps hold the prober at 52 ms with the stream at full speed. At 20 ms they
+get 22 ms but keep only 68% of the stream: on this device model the
+command rate, not the bytes ahead, sets the wait, and the law does not
+model that yet. That is why this is an RFC.
+
+TEXT
+	echo "The base is Linux 7.2.13 as packaged by Debian (linux-source-7.2"
+	echo "7.2.13-1); base-commit below names that tree, not a mainline commit."
+	echo "The series starts at $first."
+	if [ -n "$old" ]; then
+		echo
+		echo "Changes since the previous version (git range-diff):"
+		echo
+		git -C "$TREE" range-diff --no-color "$old" "$BASE_TAG"..HEAD
+	fi
+} >"$body"
+python3 - "$cover" "$body" "$prefix" "$ver" <<'PY'
+import sys
+cover, body, prefix, ver = sys.argv[1:]
+s = open(cover).read()
+s = s.replace("*** SUBJECT HERE ***", "Adaptive request size and depth for SATA (and other) disks")
+s = s.replace("*** BLURB HERE ***", open(body).read().rstrip())
+open(cover, "w").write(s)
+PY
+rm -f "$body"
+
+hdr=$(printf 'To: %s\n' "${to[@]}"; [ ${#cc[@]} -eq 0 ] || printf 'Cc: %s\n' "${cc[@]}")
+for p in "$out"/*.patch; do
+	awk -v hdr="$hdr" 'done == 0 && /^Subject: / { print hdr; done = 1 } { print }' "$p" >"$p.tmp"
+	mv "$p.tmp" "$p"
+done
+log "outgoing: $(find "$out" -name '*.patch' | wc -l) mails in $out; To: ${to[*]}"
+log "outgoing: check with: git send-email --dry-run $out/*.patch"
