@@ -10,11 +10,11 @@ usage: scripts/bench.sh [-p PROFILE] [-o DIR] [-q] [-- LATBENCH OPTION...]
 Prepares and builds the tree if needed, boots it under QEMU with one AHCI
 SATA disk of device profile PROFILE (default hdd; see tools/testing/vm/run-vm.sh)
 and runs tools/testing/bench/latbench.sh there (every configuration,
-interleaved; about 25 minutes with the defaults). Then
+interleaved; 13 minutes with the defaults on hdd, measured once). Then
 tools/testing/bench/report.py writes DIR/results.md, results.json and
 p99-vs-throughput.png (DIR defaults to $BUILD/bench/PROFILE) and prints the
-tables. -q runs the short version (one round of 8 s runs, no oracle sweep,
-about 5 minutes).
+tables. -q runs the short version (one round of 8 s runs, no oracle sweep;
+not timed yet).
 USAGE
 }
 profile=hdd out="" extra=()
