@@ -12,7 +12,9 @@ Runs every gate of the project in order and prints, last, one line
   2. fetch the base tree and print its exact version (scripts/fetch-base.sh)
   3. apply the series with quilt and with git am; both must give one tree
   4. checkpatch.pl --strict on every patch; shellcheck on the harness
-  5. build after every patch, incrementally (scripts/check-bisect.sh)
+  5. build after every patch, incrementally, and run the quality gates on
+     the files it changes: W=1, sparse, kernel-doc (scripts/check-bisect.sh,
+     scripts/check-gates.sh)
   6. boot the base kernel and the patched one in QEMU and run the series'
      kselftests and KUnit suites; the console must be free of oops, BUG,
      WARNING and lockdep reports
@@ -90,7 +92,7 @@ mapfile -t sh < <(cd "$REPO" && git ls-files '*.sh' .ci/run)
 run_shellcheck() { (cd "$REPO" && shellcheck "$@"); }
 gate "shellcheck: ${#sh[@]} harness scripts" run_shellcheck "${sh[@]}" || true
 
-stage "build after every patch (incremental)"
+stage "build after every patch (incremental), W=1, sparse, kernel-doc"
 base_img=$BUILD/bzImage-base
 "$REPO/scripts/check-bisect.sh" --save-base "$base_img" 2>"$res/logs/bisect.stderr" |
 	tee "$res/bisect.ktap" | grep -v '^TAP\|^1\.\.' | sed 's/^\(not \)\{0,1\}ok [0-9]* //' |

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Build the kernel after every patch of the series, incrementally, as KTAP.
+# Build the kernel after every patch of the series, incrementally, and run the
+# per-patch quality gates (scripts/check-gates.sh) on each; KTAP.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -8,8 +9,10 @@ usage() {
 usage: scripts/check-bisect.sh [--save-base PATH]
 Checks out each commit of $TREE from the base ($BASE_TAG) to the tip in turn
 and builds it with scripts/build.sh into the same $OBJ, so that each step
-is an incremental build. Prints one KTAP result per commit (the base included)
-and leaves the tree at its tip, built. Exits 1 when any step fails to build.
+is an incremental build; then runs scripts/check-gates.sh on it (W=1, sparse
+and kernel-doc on the files it touches; the base's warnings are recorded
+first). Prints one KTAP result per build and per gate run, and leaves the
+tree at its tip, built. Exits 1 when any step fails.
   --save-base PATH  copy the base kernel's bzImage to PATH (a kernel without the series)
 USAGE
 }
@@ -30,19 +33,38 @@ commits=("$(git -C "$TREE" rev-parse "$BASE_TAG")" "${commits[@]}")
 logs=$BUILD/logs
 mkdir -p "$logs"
 
+trap 'git -C "$TREE" checkout -q "$tip"' EXIT
 echo "TAP version 13"
-echo "1..${#commits[@]}"
-i=0 fails=0
+echo "1..$((2 * ${#commits[@]} - 1))"
+i=0 n=0 fails=0
 for c in "${commits[@]}"; do
-	i=$((i + 1))
+	i=$((i + 1)) n=$((n + 1))
 	subject=$(git -C "$TREE" log -1 --format='%h %s' "$c")
 	git -C "$TREE" checkout -q "$c"
 	t=$(date +%s)
 	if "$REPO/scripts/build.sh" >"$logs/bisect-$i.log" 2>&1; then
-		echo "ok $i build: $subject ($(( $(date +%s) - t ))s)"
+		echo "ok $n build: $subject ($(( $(date +%s) - t ))s)"
 		if [ "$i" = 1 ] && [ -n "$save_base" ]; then cp "$BZIMAGE" "$save_base"; fi
+		if [ "$i" = 1 ]; then
+			"$REPO/scripts/check-gates.sh" --baseline "$tip" >>"$logs/gates-base.log" 2>&1 ||
+				{ echo "Bail out! check-gates.sh --baseline failed (see $logs/gates-base.log)"; exit 1; }
+			continue
+		fi
+		n=$((n + 1))
+		t=$(date +%s)
+		if "$REPO/scripts/check-gates.sh" "$c" >"$logs/gates-$i.log" 2>&1; then
+			echo "ok $n gates: W=1, sparse, kernel-doc: $subject ($(( $(date +%s) - t ))s)"
+		else
+			echo "not ok $n gates: W=1, sparse, kernel-doc: $subject"
+			sed 's/^/# /' "$logs/gates-$i.log" | head -n 20
+			fails=$((fails + 1))
+		fi
 	else
-		echo "not ok $i build: $subject"
+		echo "not ok $n build: $subject"
+		if [ "$i" != 1 ]; then
+			n=$((n + 1))
+			echo "ok $n gates: $subject # SKIP not built"
+		fi
 		sed 's/^/# /' "$logs/bisect-$i.log" | grep -E 'error|warning' | head -n 20 || true
 		fails=$((fails + 1))
 	fi

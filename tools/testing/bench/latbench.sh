@@ -6,29 +6,34 @@ set -euo pipefail
 
 usage() {
 	cat <<'USAGE'
-usage: latbench.sh [-r REPS] [-t SECONDS] [-q] DISK
-Runs inside the test VM, on DISK (e.g. sda; its data is only read):
+usage: latbench.sh [-r REPS] [-t SECONDS] [-q] [-c NAME[,NAME...]] DISK
+Runs inside the test VM, on DISK (e.g. sda; W2 overwrites its first 2 GiB):
   W1  the stream (8 MiB reads, iodepth 4) + a 4 KiB prober at 20 IOPS,
       for every configuration: max_sectors_kb 128, 1280, 4096, 32767 under
       mq-deadline; Kyber and BFQ at 4096; wbt on at 4096; the adaptive caps
       at 20 ms and 50 ms targets (max_sectors_kb 32767);
+  W2  buffered 1 MiB writes (writeback) + the same prober, for 4096 under
+      mq-deadline, Kyber, BFQ and wbt, and the adaptive caps at 20 and 50 ms;
   W3  the stream alone, for 4096, 32767 and the adaptive caps at 20 ms;
   the oracle frontier: W1 with the controller off and the stream's own
-      block size (256k, 1m, 4m, 8m) x iodepth (1, 2, 4) swept.
+      block size (256k, 512k, 1m, 2m, 4m, 8m) x iodepth (1, 2, 4) swept.
 REPS rounds (default 2), each with every configuration once, in an order that
 rotates from round to round; SECONDS per run (default 15, plus 2 s of ramp).
 -q: a short version (1 round, 8 s runs, no oracle sweep).
+-c: only the configurations named (e.g. -c static-4096,adapt-20ms), and the
+    oracle sweep only if "oracle" is among them.
 Writes $BLKADAPT_OUT/bench/<workload>/<configuration>/r<round>.json and
 $BLKADAPT_OUT/bench/meta.json.
 USAGE
 }
 
-reps=2 secs=15 quick=0
+reps=2 secs=15 quick=0 only=""
 while [ $# -gt 0 ]; do
 	case "$1" in
 	-r) reps=$2; shift 2 ;;
 	-t) secs=$2; shift 2 ;;
 	-q) quick=1; reps=1; secs=8; shift ;;
+	-c) only=",$2,"; shift 2 ;;
 	-h|--help) usage; exit 0 ;;
 	-*) usage >&2; exit 2 ;;
 	*) break ;;
@@ -55,7 +60,20 @@ CONFIGS=(
 	"adapt-20ms 32767 mq-deadline 0 20000"
 	"adapt-50ms 32767 mq-deadline 0 50000"
 )
+W2_CONFIGS=("${CONFIGS[2]}" "${CONFIGS[4]}" "${CONFIGS[5]}" "${CONFIGS[6]}" "${CONFIGS[7]}" "${CONFIGS[8]}")
 W3_CONFIGS=("${CONFIGS[2]}" "${CONFIGS[3]}" "${CONFIGS[7]}")
+
+if [ -n "$only" ]; then
+	for n in ${only//,/ }; do
+		[ "$n" = oracle ] || printf '%s\n' "${CONFIGS[@]}" | grep -q "^$n " ||
+			{ echo "latbench: no configuration '$n'" >&2; exit 2; }
+	done
+	pick() { local c; for c in "$@"; do [[ "$only" == *",${c%% *},"* ]] && echo "$c"; done; true; }
+	mapfile -t CONFIGS < <(pick "${CONFIGS[@]}")
+	mapfile -t W2_CONFIGS < <(pick "${W2_CONFIGS[@]}")
+	mapfile -t W3_CONFIGS < <(pick "${W3_CONFIGS[@]}")
+	[[ "$only" == *,oracle,* ]] || quick=1
+fi
 
 apply() {	# apply NAME MAXKB SCHED WBT ADAPT
 	echo 0 >"$q/adapt_lat_usec"
@@ -110,12 +128,18 @@ for r in $(seq 1 "$reps"); do
 	while read -r cfg; do
 		read -r name maxkb sched wbt adapt <<<"$cfg"
 		apply "$name" "$maxkb" "$sched" "$wbt" "$adapt"
+		run w2 w2-writeback-prober.fio "$name" "$r" 1m 1
+		sync
+	done < <(rotate "$r" "${W2_CONFIGS[@]}")
+	while read -r cfg; do
+		read -r name maxkb sched wbt adapt <<<"$cfg"
+		apply "$name" "$maxkb" "$sched" "$wbt" "$adapt"
 		run w3 w3-stream.fio "$name" "$r" 8m 4
 	done < <(rotate "$r" "${W3_CONFIGS[@]}")
 done
 [ "$quick" = 1 ] && exit 0
 apply oracle 32767 mq-deadline 0 0
-for bs in 256k 1m 4m 8m; do
+for bs in 256k 512k 1m 2m 4m 8m; do
 	for qd in 1 2 4; do
 		run oracle w1-stream-prober.fio "bs$bs-qd$qd" 1 "$bs" "$qd"
 	done

@@ -18,9 +18,10 @@ import sys
 
 
 def figures(path):
-    """The prober's clat p50/p99/p99.9 (ms) and the stream's MB/s of one run."""
+    """The prober's clat p50/p99/p99.9 (ms) and the stream's MB/s (read or write) of one run."""
     jobs = {j["jobname"]: j for j in json.load(open(path))["jobs"]}
-    out = {"stream_mbs": jobs["stream"]["read"]["bw_bytes"] / 1e6}
+    st = jobs["stream"]
+    out = {"stream_mbs": max(st["read"]["bw_bytes"], st["write"]["bw_bytes"]) / 1e6}
     if "prober" in jobs:
         p = jobs["prober"]["read"]["clat_ns"]["percentile"]
         out.update(p50_ms=p["50.000000"] / 1e6, p99_ms=p["99.000000"] / 1e6,
@@ -85,6 +86,43 @@ def table(rows, lone):
     return "\n".join(lines)
 
 
+def frontier(orc):
+    """The oracle points no other point beats on both p99 and throughput."""
+    front, best = [], float("inf")
+    for x, y, c in sorted(orc, key=lambda o: (-o[0], o[1])):
+        if y < best:
+            front.append((x, y, c))
+            best = y
+    return sorted(front)
+
+
+def goal(res, lone, target_ratio=1.2, min_lone=0.8):
+    """Issue's goal for each controller setting: p99 within 1.2x of the best
+    oracle point with at least the same stream throughput (less 2%, about
+    the spread of the throughput over rounds), the stream at 80% or more of
+    its lone throughput."""
+    orc = [(r["median"]["stream_mbs"], r["median"]["p99_ms"], c) for c, r in res.get("oracle", {}).items()]
+    rows = [r for r in res.get("w1", {}).items() if r[0].startswith("adapt")]
+    if not orc or not rows:
+        return None
+    lines = ["| configuration | prober p99 ms (range) | stream MB/s | stream / lone | "
+             "best oracle at >= 98% of that MB/s | p99 / oracle | goal |", "|---|---|---|---|---|---|---|"]
+    for cfg, r in rows:
+        m, g = r["median"], r["range"]
+        ok = [o for o in orc if o[0] >= 0.98 * m["stream_mbs"]]
+        best = min(ok, key=lambda o: o[1]) if ok else None
+        lo = lone.get(cfg) or lone.get("static-32767")
+        frac = m["stream_mbs"] / lo if lo else None
+        ratio = m["p99_ms"] / best[1] if best else None
+        met = ratio is not None and frac is not None and ratio <= target_ratio and frac >= min_lone
+        lines.append(f"| {cfg} | {m['p99_ms']:.1f} ({g['p99_ms'][0]:.1f}-{g['p99_ms'][1]:.1f}) | "
+                     f"{m['stream_mbs']:.1f} | {f'{frac:.0%}' if frac else '-'} | "
+                     + (f"{best[2]}: {best[1]:.1f} ms at {best[0]:.1f} MB/s | {ratio:.2f}x"
+                        if best else "none | -")
+                     + f" | {'met' if met else 'missed'} |")
+    return "\n".join(lines)
+
+
 def plot(res, path):
     import matplotlib
     matplotlib.use("Agg")
@@ -101,12 +139,7 @@ def plot(res, path):
                  for c, r in res.get("oracle", {}).items())
     if orc:
         ax.plot([o[0] for o in orc], [o[1] for o in orc], "k.", label="oracle (bs x iodepth)")
-        front, best = [], float("inf")
-        for x, y, _ in sorted(orc, key=lambda o: (-o[0], o[1])):
-            if y < best:
-                front.append((x, y))
-                best = y
-        front.sort()
+        front = frontier(orc)
         ax.plot([f[0] for f in front], [f[1] for f in front], "k--", lw=1, label="oracle frontier")
     ax.set_yscale("log")
     ax.set_xlabel("stream throughput, MB/s (median; bars: range over rounds)")
@@ -135,10 +168,16 @@ def main():
           "static max_sectors_kb setting of each column; stream / lone: the stream's throughput "
           "over its throughput alone (W3) with the same configuration, or with static-32767.", ""]
     for wl, title in (("w1", "W1: 8 MiB read stream (iodepth 4) + 4 KiB prober at 20 IOPS"),
+                      ("w2", "W2: buffered 1 MiB write stream (writeback) + 4 KiB prober at 20 IOPS"),
                       ("w3", "W3: the stream alone"),
                       ("oracle", "Oracle sweep: W1 with the controller off, the stream's block size x iodepth")):
         if wl in res:
             md += [f"### {title}", "", table(res[wl], lone), ""]
+    g = goal(res, lone)
+    if g:
+        md += ["### Goal (W1): p99 within 1.2x of the oracle's best p99 at the same stream "
+               "throughput or more (less 2%), with the stream at 80% or more of its lone throughput",
+               "", g, ""]
     open(os.path.join(top, "results.md"), "w").write("\n".join(md))
     json.dump({"meta": meta, "results": res}, open(os.path.join(top, "results.json"), "w"), indent=1)
     plot(res, os.path.join(top, "p99-vs-throughput.png"))
