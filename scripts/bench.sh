@@ -6,23 +6,26 @@ set -euo pipefail
 
 usage() {
 	cat <<USAGE
-usage: scripts/bench.sh [-p PROFILE] [-o DIR] [-q] [-- LATBENCH OPTION...]
+usage: scripts/bench.sh [-p PROFILE] [-o DIR] [-q] [-k BZIMAGE] [-- LATBENCH OPTION...]
 Prepares and builds the tree if needed, boots it under QEMU with one AHCI
 SATA disk of device profile PROFILE (default hdd; see tools/testing/vm/run-vm.sh)
 and runs tools/testing/bench/latbench.sh there (every configuration,
 interleaved; 13 minutes with the defaults on hdd, measured once). Then
 tools/testing/bench/report.py writes DIR/results.md, results.json and
 p99-vs-throughput.png (DIR defaults to $BUILD/bench/PROFILE) and prints the
-tables. -q runs the short version (one round of 8 s runs, no oracle sweep;
-not timed yet).
+tables. -q runs the short version (one round of 8 s runs, no oracle sweep).
+-k boots BZIMAGE instead, for example a kernel without the series
+($BUILD/bzImage-base, which ci/test.sh saves): latbench.sh then leaves the
+adapt-* configurations out.
 USAGE
 }
-profile=hdd out="" extra=()
+profile=hdd out="" extra=() kernel=$BZIMAGE
 while [ $# -gt 0 ]; do
 	case "$1" in
 	-p|--profile) [ $# -ge 2 ] || die "$1 needs a value"; profile=$2; shift 2 ;;
 	-o|--out) [ $# -ge 2 ] || die "$1 needs a value"; out=$2; shift 2 ;;
 	-q|--quick) extra+=(-q); shift ;;
+	-k|--kernel) [ $# -ge 2 ] || die "$1 needs a value"; kernel=$2; shift 2 ;;
 	-h|--help) usage; exit 0 ;;
 	--) shift; extra+=("$@"); break ;;
 	*) usage >&2; die "unknown argument '$1'" ;;
@@ -30,11 +33,12 @@ while [ $# -gt 0 ]; do
 done
 out=${out:-$BUILD/bench/$profile}
 [ -d "$TREE/.git" ] || "$REPO/scripts/prepare-tree.sh"
-"$REPO/scripts/build.sh"
+[ "$kernel" != "$BZIMAGE" ] || "$REPO/scripts/build.sh"
+[ -f "$kernel" ] || die "no kernel image $kernel"
 rm -rf "$out"
 mkdir -p "$out"
 log "bench: booting (profile $profile), results in $out"
-"$REPO/tools/testing/vm/run-vm.sh" -q -p "$profile" -n 1 -s 8G -t 3600 -o "$out" \
+"$REPO/tools/testing/vm/run-vm.sh" -q -k "$kernel" -p "$profile" -n 1 -s 8G -t 3600 -o "$out" \
 	-- "$REPO/tools/testing/bench/latbench.sh" "${extra[@]}" sda ||
 	die "benchmark job failed (see $out/console.log)"
 grep -a '^\[[0-9:]*\] ' "$out/console.log" | tail -n 3 >&2 || true

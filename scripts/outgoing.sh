@@ -36,6 +36,9 @@ done
 [ -d "$TREE/.git" ] || die "no prepared tree at $TREE: run scripts/prepare-tree.sh"
 results=$REPO/docs/bench/hdd/results.md
 [ -f "$results" ] || die "no $results: run scripts/bench.sh and commit its results first"
+for t in '### W1' '### Goal'; do
+	grep -q "^$t" "$results" || die "$results has no '$t' table: rerun scripts/bench.sh (full, not -q)"
+done
 [ "$b4" = 0 ] || command -v b4 >/dev/null || die "--b4: b4 is not installed (scripts/deps.sh)"
 if [ -n "$old" ]; then
 	for r in "${old%%..*}" "${old##*..}"; do
@@ -111,8 +114,8 @@ files each patch touches.
 
 Results on an emulated 150 MB/s, 150 commands/s disk: an 8 MiB read
 stream at iodepth 4 next to a 4 KiB prober at 20 IOPS. These are medians
-of interleaved runs in one boot ($(meta)), with ratios to the best static
-max_sectors_kb:
+of interleaved runs in one boot, with ratios to the best static
+max_sectors_kb ($(meta)):
 
 TEXT
 	sed -n '/^### W1/,/^### /p' "$results" | grep '^|'

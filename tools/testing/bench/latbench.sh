@@ -18,7 +18,7 @@ Runs inside the test VM, on DISK (e.g. sda; W2 overwrites its first 2 GiB):
   the oracle frontier: W1 with the controller off and the stream's own
       block size (256k, 512k, 1m, 2m, 4m, 8m) x iodepth (1, 2, 4) swept.
 REPS rounds (default 2), each with every configuration once, in an order that
-rotates from round to round; SECONDS per run (default 15, plus 2 s of ramp).
+rotates from round to round (the oracle sweep's REPS rounds come last); SECONDS per run (default 15, plus 2 s of ramp).
 -q: a short version (1 round, 8 s runs, no oracle sweep).
 -c: only the configurations named (e.g. -c static-4096,adapt-20ms), and the
     oracle sweep only if "oracle" is among them.
@@ -43,7 +43,11 @@ done
 [[ "$reps" =~ ^[1-9][0-9]*$ && "$secs" =~ ^[1-9][0-9]*$ ]] || { usage >&2; exit 2; }
 disk=$1 q=/sys/block/$1/queue
 [ -d "$q" ] || { echo "latbench: no disk $disk" >&2; exit 1; }
-[ -e "$q/adapt_lat_usec" ] || { echo "latbench: kernel without adapt_lat_usec" >&2; exit 1; }
+adapt=1
+if [ ! -e "$q/adapt_lat_usec" ]; then
+	echo "latbench: kernel without adapt_lat_usec (no series?): the adapt-* configurations are left out"
+	adapt=0
+fi
 out=${BLKADAPT_OUT:?not running inside the VM}/bench
 jobs=$(dirname "$(realpath "$0")")/jobs
 mkdir -p "$out"
@@ -63,6 +67,12 @@ CONFIGS=(
 W2_CONFIGS=("${CONFIGS[2]}" "${CONFIGS[4]}" "${CONFIGS[5]}" "${CONFIGS[6]}" "${CONFIGS[7]}" "${CONFIGS[8]}")
 W3_CONFIGS=("${CONFIGS[2]}" "${CONFIGS[3]}" "${CONFIGS[7]}")
 
+if [ "$adapt" = 0 ]; then
+	nocap() { local c; for c in "$@"; do [[ "$c" == adapt-* ]] || echo "$c"; done; }
+	mapfile -t CONFIGS < <(nocap "${CONFIGS[@]}")
+	mapfile -t W2_CONFIGS < <(nocap "${W2_CONFIGS[@]}")
+	mapfile -t W3_CONFIGS < <(nocap "${W3_CONFIGS[@]}")
+fi
 if [ -n "$only" ]; then
 	for n in ${only//,/ }; do
 		[ "$n" = oracle ] || printf '%s\n' "${CONFIGS[@]}" | grep -q "^$n " ||
@@ -76,11 +86,11 @@ if [ -n "$only" ]; then
 fi
 
 apply() {	# apply NAME MAXKB SCHED WBT ADAPT
-	echo 0 >"$q/adapt_lat_usec"
+	[ "$adapt" = 0 ] || echo 0 >"$q/adapt_lat_usec"
 	echo "$3" >"$q/scheduler"
 	echo "$2" >"$q/max_sectors_kb"
 	[ -e "$q/wbt_lat_usec" ] && echo "$4" >"$q/wbt_lat_usec"
-	echo "$5" >"$q/adapt_lat_usec"
+	[ "$adapt" = 0 ] || echo "$5" >"$q/adapt_lat_usec"
 }
 
 # run WORKLOAD JOBFILE CONFIG-NAME ROUND BS QD
@@ -106,7 +116,7 @@ rotate() {	# rotate ROUND ITEM...: the items, starting at ROUND mod count
 
 huge=$(cat /proc/sys/vm/nr_hugepages)
 echo $((huge + 80)) >/proc/sys/vm/nr_hugepages
-trap 'echo 0 >"$q/adapt_lat_usec"; echo "$huge" >/proc/sys/vm/nr_hugepages' EXIT
+trap '[ "$adapt" = 0 ] || echo 0 >"$q/adapt_lat_usec"; echo "$huge" >/proc/sys/vm/nr_hugepages' EXIT
 
 python3 - "$out/meta.json" "$disk" "$reps" "$secs" <<'PY'
 import json, os, platform, sys, time
@@ -139,8 +149,8 @@ for r in $(seq 1 "$reps"); do
 done
 [ "$quick" = 1 ] && exit 0
 apply oracle 32767 mq-deadline 0 0
-for bs in 256k 512k 1m 2m 4m 8m; do
-	for qd in 1 2 4; do
-		run oracle w1-stream-prober.fio "bs$bs-qd$qd" 1 "$bs" "$qd"
-	done
+for r in $(seq 1 "$reps"); do
+	while read -r pt; do
+		run oracle w1-stream-prober.fio "bs${pt% *}-qd${pt#* }" "$r" "${pt% *}" "${pt#* }"
+	done < <(rotate "$r" {256k,512k,1m,2m,4m,8m}\ {1,2,4})
 done
