@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
-# Benchmark (inside the VM): null_blk 4 KiB random-read IOPS with latency
-# accounting off and on, interleaved in one boot; prints medians and the ratio.
+# Benchmark W4 (inside the VM): null_blk 4 KiB random-read IOPS with latency
+# accounting off and on, and with the adaptive caps on, interleaved in one
+# boot; prints medians and the ratios.
 set -euo pipefail
 
 usage() {
 	cat <<'USAGE'
 usage: lat-overhead.sh [ROUNDS [SECONDS]]
 Runs inside the test VM (tools/testing/vm/run-vm.sh -- tools/testing/bench/lat-overhead.sh).
-Alternates fio 4 KiB random reads (libaio, iodepth 32) on a null_blk device
-with /sys/block/<dev>/queue/lat_stats at 0 and 1, ROUNDS times each (default 20),
-SECONDS each run (default 2), the order alternating. Prints every run, the
-median IOPS of each setting and the median and quartiles of the per-round
-on/off ratio; writes lat-overhead.json to $BLKADAPT_OUT when set.
+Runs fio 4 KiB random reads (libaio, iodepth 32) on a null_blk device in
+three settings: "off" (queue/lat_stats 0), "on" (lat_stats 1) and "adapt"
+(queue/adapt_lat_usec 1000000: the controller's hooks on every request; all
+requests are small, so it never holds one), ROUNDS times each (default 20),
+SECONDS each run (default 2), the order rotating. "adapt" is left out on a
+kernel without the adaptive caps. Prints every run, the median IOPS of each
+setting and the median and quartiles of the per-round ratios to "off";
+writes lat-overhead.json to $BLKADAPT_OUT when set.
 USAGE
 }
 case "${1:-}" in -h|--help) usage; exit 0 ;; esac
@@ -37,31 +41,43 @@ run() {
 		python3 -c 'import json,sys; print(int(json.load(sys.stdin)["jobs"][0]["read"]["iops"]))'
 }
 
-declare -a off on
+ad=/sys/block/$dev/queue/adapt_lat_usec
+sets=(off on)
+[ -e "$ad" ] && sets+=(adapt)
+set_to() {
+	case "$1" in
+	off) [ ! -e "$ad" ] || echo 0 >"$ad"; echo 0 >"$sw" ;;
+	on) [ ! -e "$ad" ] || echo 0 >"$ad"; echo 1 >"$sw" ;;
+	adapt) echo 0 >"$sw"; echo 1000000 >"$ad" ;;
+	esac
+}
+
+declare -A iops
 for i in $(seq 1 "$rounds"); do
-	# alternate which setting goes first, so that a drift favours neither
-	if ((i % 2)); then
-		echo 0 >"$sw"; off+=("$(run)")
-		echo 1 >"$sw"; on+=("$(run)")
-	else
-		echo 1 >"$sw"; on+=("$(run)")
-		echo 0 >"$sw"; off+=("$(run)")
-	fi
-	echo "round $i: off ${off[-1]} IOPS, on ${on[-1]} IOPS"
+	# rotate which setting goes first, so that a drift favours none
+	line="round $i:"
+	for k in $(seq 0 $((${#sets[@]} - 1))); do
+		s=${sets[$(((i + k) % ${#sets[@]}))]}
+		set_to "$s"
+		iops[$s]="${iops[$s]:-} $(run)"
+		line+=" $s ${iops[$s]##* } IOPS"
+	done
+	echo "$line"
 done
-echo 0 >"$sw"
-python3 - "${off[*]}" "${on[*]}" "${BLKADAPT_OUT:-}" <<'PY'
+set_to off
+python3 - "${BLKADAPT_OUT:-}" "${sets[@]}" <<PY
 import json, statistics, sys
-off = [int(x) for x in sys.argv[1].split()]
-on = [int(x) for x in sys.argv[2].split()]
-# Runs of one round are adjacent in time: their ratio cancels most host drift.
-ratios = sorted(b / a for a, b in zip(off, on))
-mo, mn, mr = statistics.median(off), statistics.median(on), statistics.median(ratios)
-q = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else [mr, mr, mr]
-print(f"median IOPS: off {mo:.0f}, on {mn:.0f} ({len(off)} rounds each)")
-print(f"on/off per round: median {mr:.3f}, quartiles {q[0]:.3f} .. {q[2]:.3f}")
-if sys.argv[3]:
-    with open(sys.argv[3] + "/lat-overhead.json", "w") as f:
-        json.dump({"off": off, "on": on, "median_off": mo, "median_on": mn,
-                   "ratio_median": mr, "ratio_quartiles": [q[0], q[2]]}, f, indent=1)
+runs = {s: [int(x) for x in v.split()] for s, v in zip(sys.argv[2:], """$(for s in "${sets[@]}"; do echo "${iops[$s]}"; done)""".splitlines())}
+out = {"runs": runs, "median": {s: statistics.median(v) for s, v in runs.items()}}
+print("median IOPS: " + ", ".join(f"{s} {m:.0f}" for s, m in out["median"].items())
+      + f" ({len(runs['off'])} rounds each)")
+for s in sys.argv[3:]:
+    # Runs of one round are adjacent in time: their ratio cancels most host drift.
+    r = sorted(b / a for a, b in zip(runs["off"], runs[s]))
+    q = statistics.quantiles(r, n=4) if len(r) > 1 else [r[0]] * 3
+    out[f"{s}_off_ratio"] = {"median": statistics.median(r), "quartiles": [q[0], q[2]]}
+    print(f"{s}/off per round: median {statistics.median(r):.3f}, quartiles {q[0]:.3f} .. {q[2]:.3f}")
+if sys.argv[1]:
+    with open(sys.argv[1] + "/lat-overhead.json", "w") as f:
+        json.dump(out, f, indent=1)
 PY

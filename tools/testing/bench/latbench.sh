@@ -7,7 +7,7 @@ set -euo pipefail
 usage() {
 	cat <<'USAGE'
 usage: latbench.sh [-r REPS] [-t SECONDS] [-q] [-c NAME[,NAME...]] DISK
-Runs inside the test VM, on DISK (e.g. sda; W2 overwrites its first 2 GiB):
+Runs inside the test VM, on DISK (e.g. sda, 6 GiB or more; W2 overwrites 4-6 GiB):
   W1  the stream (8 MiB reads, iodepth 4) + a 4 KiB prober at 20 IOPS,
       for every configuration: max_sectors_kb 128, 1280, 4096, 32767 under
       mq-deadline; Kyber and BFQ at 4096; wbt on at 4096; the adaptive caps
