@@ -10,7 +10,7 @@ usage: scripts/bench.sh [-p PROFILE] [-o DIR] [-q] [-k BZIMAGE] [-- LATBENCH OPT
 Prepares and builds the tree if needed, boots it under QEMU with one AHCI
 SATA disk of device profile PROFILE (default hdd; see tools/testing/vm/run-vm.sh)
 and runs tools/testing/bench/latbench.sh there (every configuration,
-interleaved; 13 minutes with the defaults on hdd, measured once). Then
+interleaved; 24 minutes with the defaults on hdd, measured once). Then
 tools/testing/bench/report.py writes DIR/results.md, results.json and
 p99-vs-throughput.png (DIR defaults to $BUILD/bench/PROFILE) and prints the
 tables. -q runs the short version (one round of 8 s runs, no oracle sweep).
