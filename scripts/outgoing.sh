@@ -98,8 +98,8 @@ This series:
    KUnit and a kselftest.
  - 7 (linux-block): adaptive request size and depth caps, an rq_qos
    policy. Given a p99 target for small requests, it bounds the bytes of
-   large requests in flight, learns the device's bandwidth and overhead
-   per command, and spends the budget as a size cap and a depth cap.
+   large requests in flight, learns the device's bandwidth and
+   per-command time, and spends the budget as a size cap and a depth cap.
    Small requests pass the large ones it holds back, and it opens up
    when nobody needs protection. KUnit (control law against a device
    model) and a kselftest (null_blk and an emulated SATA disk, with fio
@@ -133,9 +133,9 @@ TEXT
 The plot, the oracle sweep and the traces behind the misses are in the
 project's docs. On this device model QEMU's throttle limits commands per
 second as well as bytes, so below about 1 MiB a smaller request buys the
-prober nothing; the controller learns that overhead per command and does
-not shrink requests below four times its transfer equivalent. That, and a
-real disk's seek model, are why this is an RFC.
+prober nothing, and the law here does not model that. A version that
+learns an overhead per command met the same disk better but regressed a
+null_blk test; it is not in this series. That is why this is an RFC.
 
 TEXT
 	echo "The base is Linux 7.2.13 as packaged by Debian (linux-source-7.2"
