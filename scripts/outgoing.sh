@@ -134,8 +134,9 @@ The plot, the oracle sweep and the traces behind the misses are in the
 project's docs. On this device model QEMU's throttle limits commands per
 second as well as bytes, so below about 1 MiB a smaller request buys the
 prober nothing, and the law here does not model that. A version that
-learns an overhead per command met the same disk better but regressed a
-null_blk test; it is not in this series. That is why this is an RFC.
+learns an overhead per command kept more of the stream on the same disk
+but regressed a null_blk test; it is not in this series. That is why
+this is an RFC.
 
 TEXT
 	echo "The base is Linux 7.2.13 as packaged by Debian (linux-source-7.2"
