@@ -22,7 +22,8 @@ rotates from round to round (the oracle sweep's REPS rounds come last); SECONDS 
 -q: a short version (1 round, 8 s runs, no oracle sweep).
 -c: only the configurations named (e.g. -c static-4096,adapt-20ms), and the
     oracle sweep only if "oracle" is among them.
-Writes $BLKADAPT_OUT/bench/<workload>/<configuration>/r<round>.json and
+Writes $BLKADAPT_OUT/bench/<workload>/<configuration>/r<round>.json (fio's),
+r<round>.stat (the disk's stat file before and after the run) and
 $BLKADAPT_OUT/bench/meta.json.
 USAGE
 }
@@ -43,10 +44,10 @@ done
 [[ "$reps" =~ ^[1-9][0-9]*$ && "$secs" =~ ^[1-9][0-9]*$ ]] || { usage >&2; exit 2; }
 disk=$1 q=/sys/block/$1/queue
 [ -d "$q" ] || { echo "latbench: no disk $disk" >&2; exit 1; }
-adapt=1
+has_adapt=1
 if [ ! -e "$q/adapt_lat_usec" ]; then
 	echo "latbench: kernel without adapt_lat_usec (no series?): the adapt-* configurations are left out"
-	adapt=0
+	has_adapt=0
 fi
 out=${BLKADAPT_OUT:?not running inside the VM}/bench
 jobs=$(dirname "$(realpath "$0")")/jobs
@@ -67,7 +68,7 @@ CONFIGS=(
 W2_CONFIGS=("${CONFIGS[2]}" "${CONFIGS[4]}" "${CONFIGS[5]}" "${CONFIGS[6]}" "${CONFIGS[7]}" "${CONFIGS[8]}")
 W3_CONFIGS=("${CONFIGS[2]}" "${CONFIGS[3]}" "${CONFIGS[7]}")
 
-if [ "$adapt" = 0 ]; then
+if [ "$has_adapt" = 0 ]; then
 	nocap() { local c; for c in "$@"; do [[ "$c" == adapt-* ]] || echo "$c"; done; }
 	mapfile -t CONFIGS < <(nocap "${CONFIGS[@]}")
 	mapfile -t W2_CONFIGS < <(nocap "${W2_CONFIGS[@]}")
@@ -85,12 +86,29 @@ if [ -n "$only" ]; then
 	[[ "$only" == *,oracle,* ]] || quick=1
 fi
 
-apply() {	# apply NAME MAXKB SCHED WBT ADAPT
-	[ "$adapt" = 0 ] || echo 0 >"$q/adapt_lat_usec"
-	echo "$3" >"$q/scheduler"
-	echo "$2" >"$q/max_sectors_kb"
-	[ -e "$q/wbt_lat_usec" ] && echo "$4" >"$q/wbt_lat_usec"
-	[ "$adapt" = 0 ] || echo "$5" >"$q/adapt_lat_usec"
+# apply "NAME MAXKB SCHED WBT ADAPT": stop the controller, set the rest, start
+# it if ADAPT is not 0, then read every setting back: a run must never go
+# under another configuration's settings (a controller left on, a clamped
+# value), so a mismatch stops the benchmark.
+apply() {
+	local name maxkb sched wbt lat got want
+
+	read -r name maxkb sched wbt lat <<<"$1"
+	[ "$has_adapt" = 0 ] || echo 0 >"$q/adapt_lat_usec"
+	echo "$sched" >"$q/scheduler"
+	echo "$maxkb" >"$q/max_sectors_kb"
+	[ -e "$q/wbt_lat_usec" ] && echo "$wbt" >"$q/wbt_lat_usec"
+	[ "$has_adapt" = 0 ] || echo "$lat" >"$q/adapt_lat_usec"
+	got="$(sed -n 's/.*\[\(.*\)\].*/\1/p' "$q/scheduler") $(cat "$q/max_sectors_kb")"
+	want="$sched $maxkb"
+	if [ -e "$q/wbt_lat_usec" ]; then
+		got+=" $(cat "$q/wbt_lat_usec")" want+=" $wbt"
+	fi
+	if [ "$has_adapt" = 1 ]; then
+		got+=" $(cat "$q/adapt_lat_usec")" want+=" $lat"
+	fi
+	[ "$got" = "$want" ] ||
+		{ echo "latbench: $name: the queue has '$got', not '$want'" >&2; exit 1; }
 }
 
 # run WORKLOAD JOBFILE CONFIG-NAME ROUND BS QD
@@ -99,8 +117,10 @@ run() {
 
 	mkdir -p "$dir"
 	printf '[%s] %s %s round %s (bs %s, iodepth %s)\n' "$(date +%T)" "$1" "$3" "$4" "$5" "$6"
+	cat "/sys/block/$disk/stat" >"$dir/r$4.stat"
 	DEV=$disk RUNTIME=$secs BS=$5 QD=$6 HUGEFILE=/dev/hugepages/latbench.$$ \
 		fio --output-format=json --output="$dir/r$4.json" "$jobs/$2"
+	cat "/sys/block/$disk/stat" >>"$dir/r$4.stat"
 	rm -f "/dev/hugepages/latbench.$$"
 }
 
@@ -116,7 +136,7 @@ rotate() {	# rotate ROUND ITEM...: the items, starting at ROUND mod count
 
 huge=$(cat /proc/sys/vm/nr_hugepages)
 echo $((huge + 80)) >/proc/sys/vm/nr_hugepages
-trap '[ "$adapt" = 0 ] || echo 0 >"$q/adapt_lat_usec"; echo "$huge" >/proc/sys/vm/nr_hugepages' EXIT
+trap '[ "$has_adapt" = 0 ] || echo 0 >"$q/adapt_lat_usec"; echo "$huge" >/proc/sys/vm/nr_hugepages' EXIT
 
 python3 - "$out/meta.json" "$disk" "$reps" "$secs" <<'PY'
 import json, os, platform, sys, time
@@ -129,26 +149,25 @@ json.dump({"kernel": platform.release(), "date": time.strftime("%Y-%m-%d %H:%M:%
            "cpus": os.cpu_count()}, open(sys.argv[1], "w"), indent=1)
 PY
 
+# sweep WORKLOAD JOBFILE BS QD ROUND CONFIG...: one run per configuration
+sweep() {
+	local wl=$1 job=$2 bs=$3 qd=$4 r=$5 cfg
+
+	shift 5
+	while read -r cfg; do
+		apply "$cfg"
+		run "$wl" "$job" "${cfg%% *}" "$r" "$bs" "$qd"
+		[ "$wl" != w2 ] || sync
+	done < <(rotate "$r" "$@")
+}
+
 for r in $(seq 1 "$reps"); do
-	while read -r cfg; do
-		read -r name maxkb sched wbt adapt <<<"$cfg"
-		apply "$name" "$maxkb" "$sched" "$wbt" "$adapt"
-		run w1 w1-stream-prober.fio "$name" "$r" 8m 4
-	done < <(rotate "$r" "${CONFIGS[@]}")
-	while read -r cfg; do
-		read -r name maxkb sched wbt adapt <<<"$cfg"
-		apply "$name" "$maxkb" "$sched" "$wbt" "$adapt"
-		run w2 w2-writeback-prober.fio "$name" "$r" 1m 1
-		sync
-	done < <(rotate "$r" "${W2_CONFIGS[@]}")
-	while read -r cfg; do
-		read -r name maxkb sched wbt adapt <<<"$cfg"
-		apply "$name" "$maxkb" "$sched" "$wbt" "$adapt"
-		run w3 w3-stream.fio "$name" "$r" 8m 4
-	done < <(rotate "$r" "${W3_CONFIGS[@]}")
+	sweep w1 w1-stream-prober.fio 8m 4 "$r" "${CONFIGS[@]}"
+	sweep w2 w2-writeback-prober.fio 1m 1 "$r" "${W2_CONFIGS[@]}"
+	sweep w3 w3-stream.fio 8m 4 "$r" "${W3_CONFIGS[@]}"
 done
 [ "$quick" = 1 ] && exit 0
-apply oracle 32767 mq-deadline 0 0
+apply "oracle 32767 mq-deadline 0 0"
 for r in $(seq 1 "$reps"); do
 	while read -r pt; do
 		run oracle w1-stream-prober.fio "bs${pt% *}-qd${pt#* }" "$r" "${pt% *}" "${pt#* }"

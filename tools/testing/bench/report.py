@@ -18,7 +18,8 @@ import sys
 
 
 def figures(path):
-    """The prober's clat p50/p99/p99.9 (ms) and the stream's MB/s (read or write) of one run."""
+    """The prober's clat p50/p99/p99.9 (ms), the stream's MB/s (read or write) and
+    the disk's mean request size (KiB, ramp included) of one run."""
     jobs = {j["jobname"]: j for j in json.load(open(path))["jobs"]}
     st = jobs["stream"]
     out = {"stream_mbs": max(st["read"]["bw_bytes"], st["write"]["bw_bytes"]) / 1e6}
@@ -27,6 +28,14 @@ def figures(path):
         out.update(p50_ms=p["50.000000"] / 1e6, p99_ms=p["99.000000"] / 1e6,
                    p999_ms=p["99.900000"] / 1e6,
                    prober_ios=jobs["prober"]["read"]["total_ios"])
+    stat = path[:-len(".json")] + ".stat"
+    if os.path.exists(stat):
+        # the disk's stat file before and after: requests and sectors read
+        # and written, so the mean size of the requests the disk saw
+        (a, b) = [list(map(int, line.split())) for line in open(stat)][:2]
+        ios = b[0] - a[0] + b[4] - a[4]
+        if ios > 0:
+            out["req_kib"] = (b[2] - a[2] + b[6] - a[6]) / 2 / ios
     return out
 
 
@@ -59,19 +68,21 @@ def collect(bench):
                     print(f"report.py: skipping {f}: {e}", file=sys.stderr)
             if not runs:
                 continue
-            med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
-            rng = {k: [min(r[k] for r in runs), max(r[k] for r in runs)] for k in runs[0]}
+            keys = [k for k in runs[0] if all(k in r for r in runs)]
+            med = {k: statistics.median(r[k] for r in runs) for k in keys}
+            rng = {k: [min(r[k] for r in runs), max(r[k] for r in runs)] for k in keys}
             res.setdefault(wl, {})[cfg] = {"runs": runs, "median": med, "range": rng}
     return res
 
 
 def table(rows, lone):
     cols = [("p50_ms", "prober p50 ms", min), ("p99_ms", "prober p99 ms", min),
-            ("p999_ms", "prober p99.9 ms", min), ("stream_mbs", "stream MB/s", max)]
-    have = next(iter(rows.values()))["median"]
-    cols = [c for c in cols if c[0] in have]
+            ("p999_ms", "prober p99.9 ms", min), ("stream_mbs", "stream MB/s", max),
+            ("req_kib", "mean request KiB", None)]
+    cols = [c for c in cols if all(c[0] in r["median"] for r in rows.values())]
     static = {c: r for c, r in rows.items() if c.startswith("static-")}
-    best = {k: pick(r["median"][k] for r in static.values()) for k, _, pick in cols} if static else {}
+    best = {k: pick(r["median"][k] for r in static.values())
+            for k, _, pick in cols if pick} if static else {}
     head = "| configuration | runs | " + " | ".join(t for _, t, _ in cols) + " | stream / lone |"
     lines = [head, "|" + "---|" * (len(cols) + 3)]
     for cfg, r in rows.items():
