@@ -65,13 +65,16 @@ for i in $(seq 1 "$rounds"); do
 	echo "$line"
 done
 set_to off
-python3 - "${BLKADAPT_OUT:-}" "${sets[@]}" <<PY
+args=()
+for s in "${sets[@]}"; do args+=("$s=${iops[$s]}"); done
+python3 - "${BLKADAPT_OUT:-}" "${args[@]}" <<'PY'
 import json, statistics, sys
-runs = {s: [int(x) for x in v.split()] for s, v in zip(sys.argv[2:], """$(for s in "${sets[@]}"; do echo "${iops[$s]}"; done)""".splitlines())}
+# argv: the output directory (or ""), then SETTING=IOPS... for each setting, "off" first
+runs = {k: [int(x) for x in v.split()] for k, v in (a.split("=", 1) for a in sys.argv[2:])}
 out = {"runs": runs, "median": {s: statistics.median(v) for s, v in runs.items()}}
 print("median IOPS: " + ", ".join(f"{s} {m:.0f}" for s, m in out["median"].items())
       + f" ({len(runs['off'])} rounds each)")
-for s in sys.argv[3:]:
+for s in list(runs)[1:]:
     # Runs of one round are adjacent in time: their ratio cancels most host drift.
     r = sorted(b / a for a, b in zip(runs["off"], runs[s]))
     q = statistics.quantiles(r, n=4) if len(r) > 1 else [r[0]] * 3
