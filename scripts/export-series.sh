@@ -32,7 +32,7 @@ mv "$tmp"/*.patch "$REPO/patches/"
 rmdir "$tmp"
 {
 	echo "# quilt series: applied in this order by 'quilt push -a' and by 'git am'."
-	echo "# Written by scripts/export-series.sh from $TREE; do not edit by hand."
+	echo "# Written by scripts/export-series.sh from the prepared tree; do not edit by hand."
 	(cd "$REPO/patches" && printf '%s\n' ./*.patch | sed 's|^\./||')
 } >"$REPO/series"
 echo "export: $n patches written to patches/, series rewritten"

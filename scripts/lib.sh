@@ -3,17 +3,25 @@
 # shellcheck disable=SC2034  # variables are used by the scripts that source this file
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-CACHE=${BLK_ADAPT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/blk-adapt}
+CACHE=${BLK_ADAPT_CACHE:-${XDG_CACHE_HOME:-${HOME:-$REPO/build}/.cache}/blk-adapt}
 BUILD=${BLK_ADAPT_BUILD:-$REPO/build}
 TREE=$BUILD/linux            # prepared git tree: base commit + the series
 OBJ=$BUILD/obj               # out-of-tree build directory (O=)
 BZIMAGE=$OBJ/arch/x86/boot/bzImage
-BASE_PKG=${BASE_PKG:-linux-source-7.2}
-BASE_SUITE=${BASE_SUITE:-unstable}
+# Suites searched for the newest linux-source-7.* (scripts/fetch-base.sh).
+DEFAULT_SUITES="unstable experimental trixie-backports"
 BASE_TAG=blk-adapt-base      # tag on the base commit in $TREE
 LEAN_CONFIG=$REPO/tools/testing/vm/lean.config
 T0=${T0:-$(date +%s)}
 export T0
+
+# The prepared tree's commits (git am, rebase) need a committer. A fresh machine
+# has no git identity: use a fixed project identity then. Signed-off-by lines
+# come from the patches themselves, never from this.
+if ! git var GIT_COMMITTER_IDENT >/dev/null 2>&1; then
+	export GIT_COMMITTER_NAME="blk-adapt harness" GIT_COMMITTER_EMAIL="harness@blk-adapt.invalid"
+	export GIT_AUTHOR_NAME=$GIT_COMMITTER_NAME GIT_AUTHOR_EMAIL=$GIT_COMMITTER_EMAIL
+fi
 
 log() { printf '[%4ds] %s\n' "$(( $(date +%s) - T0 ))" "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }

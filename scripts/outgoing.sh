@@ -11,7 +11,7 @@ usage: scripts/outgoing.sh [-v N] [--no-rfc] [--range-diff OLD_BASE..OLD_TIP] [-
 Writes outgoing/vN/ (default N=1): 'git format-patch --cover-letter --base'
 of the prepared tree ($TREE, base $BASE_TAG), subject prefix "RFC PATCH"
 unless --no-rfc. The cover letter gets the problem statement, the design, the
-test matrix and the W1 table of docs/bench/hdd/results.md; every mail gets
+test matrix and the W1 table of Documentation/bench/hdd/results.md; every mail gets
 To: (lists) and Cc: (maintainers) from the tree's scripts/get_maintainer.pl.
 --range-diff adds 'git range-diff' against an earlier version of the series
 (a commit range in $TREE) to the cover letter. Send with
@@ -34,7 +34,7 @@ while [ $# -gt 0 ]; do
 done
 [[ "$ver" =~ ^[1-9][0-9]*$ ]] || die "-v wants a positive number, not '$ver'"
 [ -d "$TREE/.git" ] || die "no prepared tree at $TREE: run scripts/prepare-tree.sh"
-results=$REPO/docs/bench/hdd/results.md
+results=$REPO/Documentation/bench/hdd/results.md
 [ -f "$results" ] || die "no $results: run scripts/bench.sh and commit its results first"
 for t in '### W1' '### Goal'; do
 	grep -q "^$t" "$results" || die "$results has no '$t' table: rerun scripts/bench.sh (full, not -q)"
