@@ -18,8 +18,13 @@ Runs every gate of the project in order and prints, last, one line
   6. boot the base kernel and the patched one in QEMU and run the series'
      kselftests and KUnit suites; the console must be free of oops, BUG,
      WARNING and lockdep reports
-  7. boot the patched kernel again with a throttled (hdd profile) disk and
+  7. boot it with ahci.large_prd=0 and run the ATA limits test (64 KiB
+     S/G entries kept)
+  8. boot the patched kernel again with a throttled (hdd profile) disk and
      run the adaptive caps test on it
+  9. build the debug kernel (lockdep, tools/testing/vm/debug.config), boot
+     it and run the block tests' functional checks; its console must be
+     free of lockdep reports too
 Logs and KTAP files go to $BUILD/results. Set BLK_ADAPT_CACHE to use
 another cache directory (an empty one reproduces CI).
 USAGE
@@ -55,7 +60,8 @@ finish() {
 	stage "summary"
 	local files=("$host")
 	# The base kernel's results are expected to fail: only the patched ones count.
-	for f in "$res"/bisect.ktap "$res"/patched/*.ktap "$res"/patched-hdd/kselftest.ktap; do
+	for f in "$res"/bisect.ktap "$res"/patched/*.ktap "$res"/patched-64k/kselftest.ktap \
+		"$res"/patched-hdd/kselftest.ktap "$res"/debug/*.ktap; do
 		[ -f "$f" ] && files+=("$f")
 	done
 	log "total time $(( $(date +%s) - T0 ))s; the last line sums up every KTAP result"
@@ -135,7 +141,17 @@ stage "boot the patched kernel and run the tests"
 boot patched "$BZIMAGE"
 grep -E '^# # ' "$res/patched/kselftest.ktap" | sed 's/^# # /  /' || true
 
+stage "boot the patched kernel with ahci.large_prd=0: 64 KiB S/G entries kept"
+boot patched-64k "$BZIMAGE" -n 1 -a ahci.large_prd=0 -- -t drivers/ata:ata_limits.sh
+grep -E '^# # ' "$res/patched-64k/kselftest.ktap" | sed 's/^# # /  /' || true
+
 stage "boot the patched kernel with a throttled disk: the adaptive caps"
 boot patched-hdd "$BZIMAGE" -p hdd -n 1 -- -t block:adapt.sh --throttled
 grep -E '^# # ' "$res/patched-hdd/kselftest.ktap" | sed 's/^# # /  /' || true
+
+stage "debug kernel (lockdep): build, boot, the block tests without timing checks"
+if gate "build: debug kernel (lean + debug.config)" "$REPO/scripts/build.sh" --debug; then
+	boot debug "$DEBUG_BZIMAGE" -n 1 -- -t block:lat_stats.sh -t block:adapt.sh --no-timing
+	grep -E '^# # ' "$res/debug/kselftest.ktap" | sed 's/^# # /  /' || true
+fi
 finish

@@ -12,6 +12,10 @@ BZIMAGE=$OBJ/arch/x86/boot/bzImage
 DEFAULT_SUITES="unstable experimental trixie-backports"
 BASE_TAG=blk-adapt-base      # tag on the base commit in $TREE
 LEAN_CONFIG=$REPO/tools/testing/vm/lean.config
+# The debug kernel: the lean config plus DEBUG_CONFIG, built into its own O=.
+DEBUG_CONFIG=$REPO/tools/testing/vm/debug.config
+DEBUG_OBJ=$BUILD/obj-debug
+DEBUG_BZIMAGE=$DEBUG_OBJ/arch/x86/boot/bzImage
 T0=${T0:-$(date +%s)}
 export T0
 

@@ -141,8 +141,9 @@ real SATA disks are the main thing this RFC asks for. The plot, the
 oracle sweep and the per-window traces are in the project's docs.
 
 TEXT
-	echo "The base is Linux 7.2.13 as packaged by Debian (linux-source-7.2"
-	echo "7.2.13-1); base-commit below names that tree, not a mainline commit."
+	# The base commit's subject names its origin: "Linux X.Y.Z (Debian package ...)".
+	echo "The base is $(git -C "$TREE" log -1 --format=%s "$BASE_TAG");"
+	echo "base-commit below names that tree, not a mainline commit."
 	echo "The series starts at $first."
 	if [ -n "$old" ]; then
 		echo

@@ -5,14 +5,15 @@ set -euo pipefail
 
 usage() {
 	cat <<'USAGE'
-usage: guest-tests.sh [-t COLLECTION:TEST]... [--throttled] KSELFTEST_DIR
+usage: guest-tests.sh [-t COLLECTION:TEST]... [--throttled] [--no-timing] KSELFTEST_DIR
 Runs inside the test VM: runs the kselftests installed in KSELFTEST_DIR
 (scripts/build-kselftests.sh; all of them, or those named with -t) into
 $BLKADAPT_OUT/kselftest.ktap, and copies the results of the KUnit suites that
 ran at boot into $BLKADAPT_OUT/kunit.ktap. The VM's SATA disks are scratch
 space: their data is overwritten. --throttled says the disks are shaped like a
 real disk (run-vm.sh -p hdd or ssd): the adaptive caps test then measures
-latency and throughput on them too (ADAPT_SELFTEST_DISKS).
+latency and throughput on them too (ADAPT_SELFTEST_DISKS). --no-timing
+skips the block tests' checks of latency and throughput (a debug kernel).
 USAGE
 }
 tests=() throttled=0
@@ -20,6 +21,7 @@ while [ $# -gt 1 ]; do
 	case "$1" in
 	-t) tests+=(-t "$2"); shift 2 ;;
 	--throttled) throttled=1; shift ;;
+	--no-timing) export BLOCK_SELFTEST_NO_TIMING=1; shift ;;
 	*) break ;;
 	esac
 done
@@ -46,7 +48,7 @@ scratch=()
 for d in /sys/block/sd*; do
 	grep -q blkadapt "$d/device/vpd_pg80" 2>/dev/null && scratch+=("$(basename "$d")")
 done
-export ATA_SELFTEST_WRITE_DISKS="${scratch[*]}"
+export ATA_SELFTEST_IO_DISKS="${scratch[*]}" ATA_SELFTEST_WRITE_DISKS="${scratch[*]}"
 echo "guest-tests: scratch disks: ${scratch[*]}"
 if [ "$throttled" = 1 ]; then
 	export ADAPT_SELFTEST_DISKS="${scratch[*]}"
