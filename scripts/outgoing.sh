@@ -89,13 +89,15 @@ below about 10 MiB, and request size is adapted nowhere.
 This series:
 
  - 1-3 (linux-ide): AHCI takes 4 MiB PRD entries, so that LBA48 requests
-   of 32 MiB really form. libata reports the limit in the Block Limits VPD
-   page. A kselftest checks both.
+   of 32 MiB really form (ahci.large_prd=0 keeps 64 KiB entries). libata
+   reports the limit in force in the Block Limits VPD page. A kselftest
+   checks both.
  - 4-6 (linux-block): per-queue latency accounting. Queue time and device
    time, by operation and size class, in log-linear histograms (error at
-   most 6.25%). Per-CPU and lock-free on completion, one static branch
-   when off. Shown in debugfs and in a tracepoint, switched on in sysfs.
-   KUnit and a kselftest.
+   most 6.25%). Per-CPU and lock-free on completion, one queue-flag test
+   when off; nothing on the frozen-queue exit path allocates or waits.
+   Shown in debugfs and in a tracepoint, switched on in sysfs. KUnit and
+   a kselftest.
  - 7 (linux-block): adaptive request size and depth caps, an rq_qos
    policy. Given a p99 target for small requests, it bounds the bytes of
    large requests in flight, learns the device's bandwidth and
@@ -110,7 +112,8 @@ blk-lat ($(kcases blk-lat-test.c) cases) and blk-adapt ($(kcases blk-adapt-test.
 device models); kselftests drivers/ata, block/lat_stats and block/adapt
 (null_blk and emulated SATA disks, fio verify on every load); a build
 after every patch; checkpatch --strict, W=1, sparse and kernel-doc on the
-files each patch touches.
+files each patch touches; the block kselftests' functional checks on a
+lockdep kernel, with a clean console.
 
 Results on an emulated 150 MB/s, 150 commands/s disk: an 8 MiB read
 stream at iodepth 4 next to a 4 KiB prober at 20 IOPS. These are medians
