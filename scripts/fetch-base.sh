@@ -44,9 +44,11 @@ import() {
 	v=$(make -s -C "$dir.tmp" kernelversion)
 	# Dated like the tree itself, so that the base commit's id is the same on every machine.
 	when=$(date -u -r "$dir.tmp/Makefile" '+%Y-%m-%dT%H:%M:%SZ')
+	# and with a fixed identity (the environment wins over -c user.*)
 	GIT_AUTHOR_DATE=$when GIT_COMMITTER_DATE=$when \
-		git -C "$dir.tmp" -c user.name="blk-adapt base import" -c user.email="base@blk-adapt.invalid" \
-		commit -q -m "Linux $v ($origin)"
+		GIT_AUTHOR_NAME="blk-adapt base import" GIT_AUTHOR_EMAIL="base@blk-adapt.invalid" \
+		GIT_COMMITTER_NAME="blk-adapt base import" GIT_COMMITTER_EMAIL="base@blk-adapt.invalid" \
+		git -C "$dir.tmp" commit -q -m "Linux $v ($origin)"
 	git -C "$dir.tmp" tag "$BASE_TAG"
 	git -C "$dir.tmp" gc -q --auto || true
 	rm -rf "$dir" && mv "$dir.tmp" "$dir"
