@@ -12,17 +12,19 @@ Runs every gate of the project in order and prints, last, one line
   2. fetch the base tree and print its exact version (scripts/fetch-base.sh)
   3. apply the series with quilt and with git am; both must give one tree
   4. checkpatch.pl --strict on every patch; shellcheck on the harness
-  5. build after every patch, incrementally, and run the quality gates on
+  5. build the nbdkit disk models and validate them host-side against their
+     profiles (tools/testing/diskmodel/validate.py)
+  6. build after every patch, incrementally, and run the quality gates on
      the files it changes: W=1, sparse, kernel-doc (scripts/check-bisect.sh,
      scripts/check-gates.sh)
-  6. boot the base kernel and the patched one in QEMU and run the series'
+  7. boot the base kernel and the patched one in QEMU and run the series'
      kselftests and KUnit suites; the console must be free of oops, BUG,
      WARNING and lockdep reports
-  7. boot it with ahci.large_prd=0 and run the ATA limits test (64 KiB
+  8. boot it with ahci.large_prd=0 and run the ATA limits test (64 KiB
      S/G entries kept)
-  8. boot the patched kernel again with a throttled (hdd profile) disk and
+  9. boot the patched kernel again with a throttled (hdd profile) disk and
      run the adaptive caps test on it
-  9. build the debug kernel (lockdep, tools/testing/vm/debug.config), boot
+ 10. build the debug kernel (lockdep, tools/testing/vm/debug.config), boot
      it and run the block tests' functional checks; its console must be
      free of lockdep reports too
 Logs and KTAP files go to $BUILD/results. Set BLK_ADAPT_CACHE to use
@@ -60,7 +62,7 @@ finish() {
 	stage "summary"
 	local files=("$host")
 	# The base kernel's results are expected to fail: only the patched ones count.
-	for f in "$res"/bisect.ktap "$res"/patched/*.ktap "$res"/patched-64k/kselftest.ktap \
+	for f in "$res"/diskmodel.ktap "$res"/bisect.ktap "$res"/patched/*.ktap "$res"/patched-64k/kselftest.ktap \
 		"$res"/patched-hdd/kselftest.ktap "$res"/debug/*.ktap; do
 		[ -f "$f" ] && files+=("$f")
 	done
@@ -97,6 +99,13 @@ done < <(series_patches)
 mapfile -t sh < <(cd "$REPO" && git ls-files '*.sh' .ci/run)
 run_shellcheck() { (cd "$REPO" && shellcheck "$@"); }
 gate "shellcheck: ${#sh[@]} harness scripts" run_shellcheck "${sh[@]}" || true
+
+stage "device models: build the nbdkit filter, validate it against the profiles"
+if gate "diskmodel: build the nbdkit filter" build_diskmodel; then
+	"$REPO/tools/testing/diskmodel/validate.py" "$DISKMODEL" >"$res/diskmodel.ktap" \
+		2>"$res/logs/diskmodel.stderr" || true
+	sed -n 's/^# /  /p; s/^not ok [0-9]* /  FAILED: /p' "$res/diskmodel.ktap"
+fi
 
 stage "build after every patch (incremental), W=1, sparse, kernel-doc"
 base_img=$BUILD/bzImage-base

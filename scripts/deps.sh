@@ -26,6 +26,8 @@ pkgs=(
 	ccache perl python3 dwarves
 	# boot + test
 	qemu-system-x86 qemu-utils fio blktrace sg3-utils busybox-static
+	# device models (nbdkit filter in C)
+	nbdkit nbdkit-plugin-dev
 	# quality gates and mail
 	sparse shellcheck b4 python3-ply python3-git
 	# benchmark output

@@ -16,6 +16,8 @@ LEAN_CONFIG=$REPO/tools/testing/vm/lean.config
 DEBUG_CONFIG=$REPO/tools/testing/vm/debug.config
 DEBUG_OBJ=$BUILD/obj-debug
 DEBUG_BZIMAGE=$DEBUG_OBJ/arch/x86/boot/bzImage
+# The nbdkit disk timing model (tools/testing/diskmodel), built by build_diskmodel.
+DISKMODEL=$BUILD/diskmodel/nbdkit-diskmodel-filter.so
 T0=${T0:-$(date +%s)}
 export T0
 
@@ -32,6 +34,13 @@ die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
 # cc: the compiler, through ccache when it is installed.
 kcc() { if command -v ccache >/dev/null; then echo "ccache gcc"; else echo gcc; fi; }
+
+# build_diskmodel: build the nbdkit filter of the disk models into $DISKMODEL.
+build_diskmodel() {
+	[ -f /usr/include/nbdkit-filter.h ] || die "nbdkit-plugin-dev is not installed (scripts/deps.sh)"
+	mkdir -p "$(dirname "$DISKMODEL")"
+	make -s -C "$REPO/tools/testing/diskmodel" OUT="$(dirname "$DISKMODEL")" >&2
+}
 
 # kmake ARGS: make in the prepared tree, out of tree, with ccache when present.
 kmake() { make -C "$TREE" O="$OBJ" CC="$(kcc)" -j"$(nproc)" "$@"; }

@@ -24,6 +24,7 @@ case "${1:-}" in -h|--help) usage; exit 0 ;; esac
 rounds=${1:-20} secs=${2:-2}
 [[ "$rounds" =~ ^[1-9][0-9]*$ && "$secs" =~ ^[1-9][0-9]*$ ]] || { usage >&2; exit 2; }
 cfg=/sys/kernel/config/nullb/overhead
+fio_json=$(dirname "$0")/../lib/fio_json.py
 [ -d /sys/kernel/config/nullb ] || { echo "lat-overhead: null_blk configfs missing" >&2; exit 1; }
 
 mkdir "$cfg"
@@ -39,7 +40,7 @@ echo none >"/sys/block/$dev/queue/scheduler"
 run() {
 	fio --name=o --filename="/dev/$dev" --direct=1 --ioengine=libaio --iodepth=32 --cpus_allowed=0 \
 		--rw=randread --bs=4k --time_based --runtime="$secs" --output-format=json |
-		python3 -c 'import json,sys; print(int(json.load(sys.stdin)["jobs"][0]["read"]["iops"]))'
+		python3 "$fio_json" - - iops | cut -d. -f1
 }
 
 ad=/sys/block/$dev/queue/adapt_lat_usec

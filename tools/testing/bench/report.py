@@ -16,18 +16,19 @@ import os
 import statistics
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+import fio_json  # noqa: E402
+
 
 def figures(path):
     """The prober's clat p50/p99/p99.9 (ms), the stream's MB/s (read or write) and
     the disk's mean request size (KiB, ramp included) of one run."""
-    jobs = {j["jobname"]: j for j in json.load(open(path))["jobs"]}
-    st = jobs["stream"]
-    out = {"stream_mbs": max(st["read"]["bw_bytes"], st["write"]["bw_bytes"]) / 1e6}
+    jobs = fio_json.jobs(path)
+    out = {"stream_mbs": fio_json.mbs(jobs["stream"])}
     if "prober" in jobs:
-        p = jobs["prober"]["read"]["clat_ns"]["percentile"]
-        out.update(p50_ms=p["50.000000"] / 1e6, p99_ms=p["99.000000"] / 1e6,
-                   p999_ms=p["99.900000"] / 1e6,
-                   prober_ios=jobs["prober"]["read"]["total_ios"])
+        p = jobs["prober"]
+        out.update(p50_ms=fio_json.clat_ms(p, 50), p99_ms=fio_json.clat_ms(p, 99),
+                   p999_ms=fio_json.clat_ms(p, 99.9), prober_ios=fio_json.ios(p))
     stat = path[:-len(".json")] + ".stat"
     if os.path.exists(stat):
         # the disk's stat file before and after: requests and sectors read

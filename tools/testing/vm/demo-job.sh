@@ -32,14 +32,15 @@ mixed() {
 		--name=small --rw=randread --bs=4k --ioengine=psync --offset=2g --size=1g \
 		>"$TMPDIR/demo.json"
 	rm -f "/dev/hugepages/demo.$$"
-	python3 - "$TMPDIR/demo.json" <<-'PY'
-	import json, sys
-	jobs = {j["jobname"]: j for j in json.load(open(sys.argv[1]))["jobs"]}
-	s, r = jobs["small"]["read"], jobs["stream"]["read"]
-	p = s["clat_ns"]["percentile"]
-	print(f"  small: {s['total_ios']} reads, p50 {p['50.000000'] / 1e3:.0f} us,"
-	      f" p99 {p['99.000000'] / 1e3:.0f} us, max {s['clat_ns']['max'] / 1e3:.0f} us")
-	print(f"  stream: {r['bw'] / 1024:.1f} MiB/s")
+	python3 - "$TMPDIR/demo.json" "$(dirname "$0")/../lib" <<-'PY'
+	import sys
+	sys.path.insert(0, sys.argv[2])
+	import fio_json
+	jobs = fio_json.jobs(sys.argv[1])
+	s, r = jobs["small"], jobs["stream"]
+	print(f"  small: {fio_json.ios(s)} reads, p50 {fio_json.clat_ms(s, 50) * 1e3:.0f} us,"
+	      f" p99 {fio_json.clat_ms(s, 99) * 1e3:.0f} us, max {s['read']['clat_ns']['max'] / 1e3:.0f} us")
+	print(f"  stream: {fio_json.mbs(r) / 1.048576:.1f} MiB/s")
 	PY
 }
 

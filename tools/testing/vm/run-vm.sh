@@ -18,9 +18,15 @@ The exit status is COMMAND's, 124 on timeout, 125 when the guest died first.
 options:
   -k, --kernel PATH     bzImage to boot (default: $BZIMAGE)
   -p, --profile NAME    disk model (default: fast)
-                          fast  no throttling (functional tests)
-                          hdd   150 MB/s and 150 commands/s (QEMU throttling.*)
-                          ssd   500 MB/s and 5000 commands/s
+                          fast     no throttling (functional tests)
+                          hdd      150 MB/s and 150 commands/s (QEMU throttling.*)
+                          ssd      500 MB/s and 5000 commands/s (QEMU throttling.*)
+                        served by nbdkit through the disk model filter
+                        (tools/testing/diskmodel, Documentation/device-models.md):
+                          hdd7200  3.5" 7200 rpm desktop disk (AHCI, rotational)
+                          hdd5400  2.5" 5400 rpm laptop disk (AHCI, rotational)
+                          sata-ssd SATA SSD (AHCI)
+                          nvme-ssd the same SSD model behind QEMU's NVMe controller
   -n, --disks N         number of SATA disks on the AHCI controller (default: 1)
   -s, --disk-size SIZE  size of each sparse disk file (default: 4G)
   -a, --append ARGS     extra kernel command line
@@ -52,12 +58,21 @@ done
 [ -f "$kernel" ] || die "kernel image '$kernel' not found (build it with scripts/build.sh)"
 [[ "$disks" =~ ^[1-6]$ ]] || die "--disks must be 1..6, not '$disks'"
 [[ "$timeout" =~ ^[0-9]+$ ]] || die "--timeout must be a number of seconds, not '$timeout'"
+throttle="" model="" rpm=""
 case "$profile" in
-fast) throttle="" ;;
+fast) ;;
 hdd) throttle=",throttling.bps-total=150000000,throttling.iops-total=150" ;;
 ssd) throttle=",throttling.bps-total=500000000,throttling.iops-total=5000" ;;
-*) die "unknown profile '$profile' (fast, hdd, ssd)" ;;
+hdd7200) model=hdd7200 rpm=7200 ;;
+hdd5400) model=hdd5400 rpm=5400 ;;
+sata-ssd) model=ssd rpm=1 ;;
+nvme-ssd) model=ssd ;;
+*) die "unknown profile '$profile' (fast, hdd, ssd, hdd7200, hdd5400, sata-ssd, nvme-ssd)" ;;
 esac
+if [ -n "$model" ]; then
+	command -v nbdkit >/dev/null || die "profile $profile needs nbdkit (scripts/deps.sh)"
+	build_diskmodel
+fi
 
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
@@ -67,12 +82,46 @@ rm -f "$out/rc" "$out/console.log"
 	printf 'exec'; printf ' %q' "$@"; echo
 } >"$out/job.sh"
 
-drives=(-device "ahci,id=ahci")
+# nbdkit servers of the modelled disks: stopped, and their sockets removed, on exit
+nbdkit_pids=()
+stop_models() {
+	[ ${#nbdkit_pids[@]} -eq 0 ] || { kill "${nbdkit_pids[@]}" 2>/dev/null || true; wait "${nbdkit_pids[@]}" 2>/dev/null || true; }
+	rm -f "$out"/disk*.sock "$out"/disk*.img
+}
+trap stop_models EXIT
+
+# start_model I: serve disk I through the model on $out/diskI.sock.
+start_model() {
+	local sock=$out/disk$1.sock
+	rm -f "$sock"
+	nbdkit -f --exit-with-parent -U "$sock" --filter="$DISKMODEL" file "$out/disk$1.img" \
+		profile="$model" info="$out/disk$1.model" 2>>"$out/nbdkit.log" &
+	nbdkit_pids+=($!)
+	for _ in $(seq 50); do
+		[ -S "$sock" ] && return 0
+		kill -0 "$!" 2>/dev/null || die "nbdkit for disk $1 exited (see $out/nbdkit.log)"
+		sleep 0.1
+	done
+	die "nbdkit's socket $sock did not come up within 5 s (see $out/nbdkit.log)"
+}
+
+if [ "$profile" = nvme-ssd ]; then drives=(); else drives=(-device "ahci,id=ahci"); fi
+rm -f "$out/nbdkit.log"
 for i in $(seq 0 $((disks - 1))); do
 	img=$out/disk$i.img
 	rm -f "$img" && truncate -s "$size" "$img"
-	drives+=(-drive "if=none,id=d$i,file=$img,format=raw,cache=unsafe$throttle"
-		 -device "ide-hd,drive=d$i,bus=ahci.$i,serial=blkadapt$i")
+	if [ -n "$model" ]; then
+		start_model "$i"
+		# cache=writeback: the guest's flushes reach the model
+		drives+=(-drive "if=none,id=d$i,file=nbd:unix:$out/disk$i.sock,format=raw,cache=writeback")
+	else
+		drives+=(-drive "if=none,id=d$i,file=$img,format=raw,cache=unsafe$throttle")
+	fi
+	if [ "$profile" = nvme-ssd ]; then
+		drives+=(-device "nvme,drive=d$i,serial=blkadapt$i")
+	else
+		drives+=(-device "ide-hd,drive=d$i,bus=ahci.$i,serial=blkadapt$i${rpm:+,rotation_rate=$rpm}")
+	fi
 done
 
 accel=${VM_ACCEL:-tcg}
@@ -96,7 +145,7 @@ else
 fi
 st=${PIPESTATUS[0]}
 set -e
-rm -f "$out"/disk*.img
+stop_models
 [ "$st" = 124 ] && { log "vm: timed out after ${timeout}s"; exit 124; }
 [ -f "$out/rc" ] || { log "vm: the guest died before the job finished (qemu status $st)"; exit 125; }
 rc=$(cat "$out/rc")
