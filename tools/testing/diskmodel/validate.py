@@ -81,7 +81,7 @@ class Model:
         out = subprocess.run(
             ["fio", "--output-format=json", f"--output={path}", f"--name={name}",
              "--ioengine=nbd", f"--uri=nbd+unix:///?socket={self.sock}", *args],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=self.tmp)
         if out.returncode:
             raise RuntimeError(f"fio {name}: exit {out.returncode}: {out.stdout.strip()[-400:]}")
         return fio_json.jobs(path)[name]
