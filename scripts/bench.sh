@@ -7,10 +7,13 @@ set -euo pipefail
 usage() {
 	cat <<USAGE
 usage: scripts/bench.sh [-p PROFILE] [-o DIR] [-q] [-k BZIMAGE] [-- LATBENCH OPTION...]
-Prepares and builds the tree if needed, boots it under QEMU with one AHCI
-SATA disk of device profile PROFILE (default hdd; see tools/testing/vm/run-vm.sh)
+Prepares and builds the tree if needed, boots it under QEMU with one 8 GiB
+disk of device profile PROFILE (default hdd; every profile of
+tools/testing/vm/run-vm.sh: hdd, ssd, hdd7200, hdd5400, sata-ssd, nvme-ssd)
 and runs tools/testing/bench/latbench.sh there (every configuration,
-interleaved; 24 minutes with the defaults on hdd, measured once). Then
+interleaved), with the controller's latency targets set by the profile:
+20, 50 and 100 ms on the disks, 1, 2 and 5 ms on the SSDs (latbench.sh -T
+after -- overrides). Then
 tools/testing/bench/report.py writes DIR/results.md, results.json and
 p99-vs-throughput.png (DIR defaults to $BUILD/bench/PROFILE) and prints the
 tables. -q runs the short version (one round of 8 s runs, no oracle sweep).
@@ -31,6 +34,12 @@ while [ $# -gt 0 ]; do
 	*) usage >&2; die "unknown argument '$1'" ;;
 	esac
 done
+case "$profile" in
+hdd|hdd7200|hdd5400) targets=20,50,100 disk=sda ;;
+ssd|sata-ssd) targets=1,2,5 disk=sda ;;
+nvme-ssd) targets=1,2,5 disk=nvme0n1 ;;
+*) die "unknown profile '$profile' (hdd, ssd, hdd7200, hdd5400, sata-ssd, nvme-ssd)" ;;
+esac
 out=${out:-$BUILD/bench/$profile}
 [ -d "$TREE/.git" ] || "$REPO/scripts/prepare-tree.sh"
 [ "$kernel" != "$BZIMAGE" ] || "$REPO/scripts/build.sh"
@@ -39,7 +48,7 @@ rm -rf "$out"
 mkdir -p "$out"
 log "bench: booting (profile $profile), results in $out"
 "$REPO/tools/testing/vm/run-vm.sh" -q -k "$kernel" -p "$profile" -n 1 -s 8G -t 3600 -o "$out" \
-	-- "$REPO/tools/testing/bench/latbench.sh" "${extra[@]}" sda ||
+	-- "$REPO/tools/testing/bench/latbench.sh" -T "$targets" "${extra[@]}" "$disk" ||
 	die "benchmark job failed (see $out/console.log)"
 grep -a '^\[[0-9:]*\] ' "$out/console.log" | tail -n 3 >&2 || true
 /usr/bin/python3 "$REPO/tools/testing/bench/report.py" "$out"

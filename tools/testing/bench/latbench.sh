@@ -6,33 +6,43 @@ set -euo pipefail
 
 usage() {
 	cat <<'USAGE'
-usage: latbench.sh [-r REPS] [-t SECONDS] [-q] [-c NAME[,NAME...]] DISK
-Runs inside the test VM, on DISK (e.g. sda, 6 GiB or more; W2 overwrites 4-6 GiB):
-  W1  the stream (8 MiB reads, iodepth 4) + a 4 KiB prober at 20 IOPS,
-      for every configuration: max_sectors_kb 128, 1280, 4096, 32767 under
-      mq-deadline; Kyber and BFQ at 4096; wbt on at 4096; the adaptive caps
-      at 20 ms and 50 ms targets (max_sectors_kb 32767);
+usage: latbench.sh [-r REPS] [-t SECONDS] [-T MS[,MS...]] [-q] [-c NAME[,NAME...]] DISK
+Runs inside the test VM, on DISK (e.g. sda, 8 GiB or more; W2 overwrites
+4-6 GiB, W5 makes an ext4 file system on all of it):
+  W1  the stream (8 MiB reads, iodepth 4, hugepage buffers) + a 4 KiB
+      prober at 20 IOPS, for every configuration: max_sectors_kb 128, 1280,
+      4096, 32767 under mq-deadline; Kyber and BFQ at 4096; wbt on at 4096;
+      the adaptive caps at each target (max_sectors_kb 32767);
+  W1p W1 with ordinary (malloc) buffers: 4096, 32767 and the adaptive caps;
   W2  buffered 1 MiB writes (writeback) + the same prober, for 4096 under
-      mq-deadline, Kyber, BFQ and wbt, and the adaptive caps at 20 and 50 ms;
-  W3  the stream alone, for 4096, 32767 and the adaptive caps at 20 ms;
+      mq-deadline, Kyber, BFQ and wbt, and the adaptive caps;
+  W3  the stream alone, for 4096, 32767 and the adaptive caps;
   the oracle frontier: W1 with the controller off and the stream's own
-      block size (256k, 512k, 1m, 2m, 4m, 8m) x iodepth (1, 2, 4) swept.
+      block size (256k, 512k, 1m, 2m, 4m, 8m) x iodepth (1, 2, 4) swept;
+  W5  ext4 on the disk: cp of a 1.5 GiB file, over and over, next to a
+      reader of 4 KiB random buffered reads of another file at 20 IOPS, for
+      4096, 32767, Kyber, BFQ, wbt and the adaptive caps.
+-T: the adaptive caps' latency targets in ms (default 20,50); each gives a
+    configuration adapt-<MS>ms. Its runs record the block_adapt_step
+    tracepoint in r<round>.trace.
 REPS rounds (default 2), each with every configuration once, in an order that
-rotates from round to round (the oracle sweep's REPS rounds come last); SECONDS per run (default 15, plus 2 s of ramp).
+rotates from round to round (the oracle sweep's and W5's rounds come last);
+SECONDS per run (default 15, plus 2 s of ramp).
 -q: a short version (1 round, 8 s runs, no oracle sweep).
 -c: only the configurations named (e.g. -c static-4096,adapt-20ms), and the
     oracle sweep only if "oracle" is among them.
 Writes $BLKADAPT_OUT/bench/<workload>/<configuration>/r<round>.json (fio's),
-r<round>.stat (the disk's stat file before and after the run) and
-$BLKADAPT_OUT/bench/meta.json.
+r<round>.stat (the disk's stat file before and after the run), for W5
+r<round>.copy (bytes the disk wrote, milliseconds) and $BLKADAPT_OUT/bench/meta.json.
 USAGE
 }
 
-reps=2 secs=15 quick=0 only=""
+reps=2 secs=15 quick=0 only="" targets=20,50
 while [ $# -gt 0 ]; do
 	case "$1" in
 	-r) reps=$2; shift 2 ;;
 	-t) secs=$2; shift 2 ;;
+	-T) targets=$2; shift 2 ;;
 	-q) quick=1; reps=1; secs=8; shift ;;
 	-c) only=",$2,"; shift 2 ;;
 	-h|--help) usage; exit 0 ;;
@@ -42,6 +52,8 @@ while [ $# -gt 0 ]; do
 done
 [ $# -eq 1 ] || { usage >&2; exit 2; }
 [[ "$reps" =~ ^[1-9][0-9]*$ && "$secs" =~ ^[1-9][0-9]*$ ]] || { usage >&2; exit 2; }
+[[ "$targets" =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] ||
+	{ echo "latbench: -T takes target milliseconds, e.g. 20,50, not '$targets'" >&2; exit 2; }
 disk=$1 q=/sys/block/$1/queue
 [ -d "$q" ] || { echo "latbench: no disk $disk" >&2; exit 1; }
 has_adapt=1
@@ -62,17 +74,31 @@ CONFIGS=(
 	"kyber 4096 kyber 0 0"
 	"bfq 4096 bfq 0 0"
 	"wbt 4096 mq-deadline 75000 0"
-	"adapt-20ms 32767 mq-deadline 0 20000"
-	"adapt-50ms 32767 mq-deadline 0 50000"
 )
-W2_CONFIGS=("${CONFIGS[2]}" "${CONFIGS[4]}" "${CONFIGS[5]}" "${CONFIGS[6]}" "${CONFIGS[7]}" "${CONFIGS[8]}")
-W3_CONFIGS=("${CONFIGS[2]}" "${CONFIGS[3]}" "${CONFIGS[7]}")
+for t in ${targets//,/ }; do
+	CONFIGS+=("adapt-${t}ms 32767 mq-deadline 0 $((t * 1000))")
+done
+# named NAME...: the configurations of those names (adapt: every target)
+named() {
+	local c n
+	for c in "${CONFIGS[@]}"; do
+		# shellcheck disable=SC2053  # NAME may be a glob
+		for n in "$@"; do [[ "${c%% *}" == $n ]] && echo "$c"; done
+	done
+	true
+}
+mapfile -t W1P_CONFIGS < <(named static-4096 static-32767 'adapt-*')
+mapfile -t W2_CONFIGS < <(named static-4096 kyber bfq wbt 'adapt-*')
+mapfile -t W3_CONFIGS < <(named static-4096 static-32767 'adapt-*')
+mapfile -t W5_CONFIGS < <(named static-4096 static-32767 kyber bfq wbt 'adapt-*')
 
 if [ "$has_adapt" = 0 ]; then
 	nocap() { local c; for c in "$@"; do [[ "$c" == adapt-* ]] || echo "$c"; done; }
 	mapfile -t CONFIGS < <(nocap "${CONFIGS[@]}")
+	mapfile -t W1P_CONFIGS < <(nocap "${W1P_CONFIGS[@]}")
 	mapfile -t W2_CONFIGS < <(nocap "${W2_CONFIGS[@]}")
 	mapfile -t W3_CONFIGS < <(nocap "${W3_CONFIGS[@]}")
+	mapfile -t W5_CONFIGS < <(nocap "${W5_CONFIGS[@]}")
 fi
 if [ -n "$only" ]; then
 	for n in ${only//,/ }; do
@@ -81,8 +107,10 @@ if [ -n "$only" ]; then
 	done
 	pick() { local c; for c in "$@"; do [[ "$only" == *",${c%% *},"* ]] && echo "$c"; done; true; }
 	mapfile -t CONFIGS < <(pick "${CONFIGS[@]}")
+	mapfile -t W1P_CONFIGS < <(pick "${W1P_CONFIGS[@]}")
 	mapfile -t W2_CONFIGS < <(pick "${W2_CONFIGS[@]}")
 	mapfile -t W3_CONFIGS < <(pick "${W3_CONFIGS[@]}")
+	mapfile -t W5_CONFIGS < <(pick "${W5_CONFIGS[@]}")
 	[[ "$only" == *,oracle,* ]] || quick=1
 fi
 
@@ -111,16 +139,32 @@ apply() {
 		{ echo "latbench: $name: the queue has '$got', not '$want'" >&2; exit 1; }
 }
 
+ev=/sys/kernel/tracing/events/blk_adapt/block_adapt_step
+# trace_on|trace_off FILE: record the controller's steps of one run into FILE.
+trace_on() {
+	[ -d "$ev" ] || return 0
+	echo >/sys/kernel/tracing/trace
+	echo 1 >"$ev/enable"
+}
+trace_off() {
+	[ -d "$ev" ] || return 0
+	echo 0 >"$ev/enable"
+	grep -v '^#' /sys/kernel/tracing/trace >"$1" || true
+}
+
 # run WORKLOAD JOBFILE CONFIG-NAME ROUND BS QD
 run() {
-	local dir=$out/$1/$3
+	local dir=$out/$1/$3 iomem=mmaphuge:/dev/hugepages/latbench.$$
 
+	[ "$1" != w1p ] || iomem=malloc
 	mkdir -p "$dir"
 	printf '[%s] %s %s round %s (bs %s, iodepth %s)\n' "$(date +%T)" "$1" "$3" "$4" "$5" "$6"
+	[[ "$3" != adapt-* ]] || trace_on
 	cat "/sys/block/$disk/stat" >"$dir/r$4.stat"
-	DEV=$disk RUNTIME=$secs BS=$5 QD=$6 HUGEFILE=/dev/hugepages/latbench.$$ \
+	DEV=$disk RUNTIME=$secs BS=$5 QD=$6 IOMEM=$iomem FSDIR=$fs \
 		fio --output-format=json --output="$dir/r$4.json" "$jobs/$2"
 	cat "/sys/block/$disk/stat" >>"$dir/r$4.stat"
+	[[ "$3" != adapt-* ]] || trace_off "$dir/r$4.trace"
 	rm -f "/dev/hugepages/latbench.$$"
 }
 
@@ -134,18 +178,28 @@ rotate() {	# rotate ROUND ITEM...: the items, starting at ROUND mod count
 	done
 }
 
+fs=/mnt/latbench-fs copier=""
 huge=$(cat /proc/sys/vm/nr_hugepages)
 echo $((huge + 80)) >/proc/sys/vm/nr_hugepages
-trap '[ "$has_adapt" = 0 ] || echo 0 >"$q/adapt_lat_usec"; echo "$huge" >/proc/sys/vm/nr_hugepages' EXIT
+cleanup() {
+	[ -z "$copier" ] || kill "$copier" 2>/dev/null || true
+	[ "$has_adapt" = 0 ] || echo 0 >"$q/adapt_lat_usec"
+	echo "$huge" >/proc/sys/vm/nr_hugepages
+	! mountpoint -q "$fs" || umount "$fs"
+}
+trap cleanup EXIT
 
-python3 - "$out/meta.json" "$disk" "$reps" "$secs" <<'PY'
+python3 - "$out/meta.json" "$disk" "$reps" "$secs" "$targets" <<'PY'
 import json, os, platform, sys, time
 q = f"/sys/block/{sys.argv[2]}/queue/"
 rd = lambda f: open(q + f).read().strip()
 json.dump({"kernel": platform.release(), "date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
            "disk": sys.argv[2], "rounds": int(sys.argv[3]), "seconds": int(sys.argv[4]),
            "max_hw_sectors_kb": rd("max_hw_sectors_kb"), "rotational": rd("rotational"),
-           "queue_depth": open(f"/sys/block/{sys.argv[2]}/device/queue_depth").read().strip(),
+           "queue_depth": (open(f"/sys/block/{sys.argv[2]}/device/queue_depth").read().strip()
+                           if os.path.exists(f"/sys/block/{sys.argv[2]}/device/queue_depth")
+                           else rd("nr_requests") + " (nr_requests)"),
+           "targets_ms": [int(t) for t in sys.argv[5].split(",")],
            "cpus": os.cpu_count()}, open(sys.argv[1], "w"), indent=1)
 PY
 
@@ -163,13 +217,53 @@ sweep() {
 
 for r in $(seq 1 "$reps"); do
 	sweep w1 w1-stream-prober.fio 8m 4 "$r" "${CONFIGS[@]}"
+	sweep w1p w1-stream-prober.fio 8m 4 "$r" "${W1P_CONFIGS[@]}"
 	sweep w2 w2-writeback-prober.fio 1m 1 "$r" "${W2_CONFIGS[@]}"
 	sweep w3 w3-stream.fio 8m 4 "$r" "${W3_CONFIGS[@]}"
 done
-[ "$quick" = 1 ] && exit 0
-apply "oracle 32767 mq-deadline 0 0"
+if [ "$quick" = 0 ]; then
+	apply "oracle 32767 mq-deadline 0 0"
+	for r in $(seq 1 "$reps"); do
+		while read -r pt; do
+			run oracle w1-stream-prober.fio "bs${pt% *}-qd${pt#* }" "$r" "${pt% *}" "${pt#* }"
+		done < <(rotate "$r" {256k,512k,1m,2m,4m,8m}\ {1,2,4})
+	done
+fi
+
+# W5 last: it replaces the disk's contents with a file system.
+[ ${#W5_CONFIGS[@]} -gt 0 ] || exit 0
+printf '[%s] w5: ext4 on %s, a 1.5 GiB file to copy, a 512 MiB file to read\n' "$(date +%T)" "$disk"
+apply "${W5_CONFIGS[0]}"
+mkfs.ext4 -q -F "/dev/$disk"
+mkdir -p "$fs"
+mount -t ext4 "/dev/$disk" "$fs"
+dd if=/dev/urandom of="$fs/src" bs=1M count=1536 status=none
+dd if=/dev/urandom of="$fs/reader" bs=1M count=512 status=none
+sync
+# w5 ROUND CONFIG: cp over and over during the reader's run.
+w5() {
+	local dir=$out/w5/${2%% *} w0 w1 t0 t1
+
+	apply "$2"
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+	# timeout: a kill of it reaches cp too (its own process group)
+	# shellcheck disable=SC2016  # expanded by the inner sh
+	timeout 3600 sh -c 'while :; do cp "$1/src" "$1/dst"; done' sh "$fs" &
+	copier=$!
+	read -r _ _ _ _ _ _ w0 _ <"/sys/block/$disk/stat"
+	t0=$(date +%s%N)
+	run w5 w5-fs-reader.fio "${2%% *}" "$1" - -
+	read -r _ _ _ _ _ _ w1 _ <"/sys/block/$disk/stat"
+	t1=$(date +%s%N)
+	kill "$copier"
+	wait "$copier" 2>/dev/null || true
+	copier=""
+	echo "$(( (w1 - w0) * 512 )) $(( (t1 - t0) / 1000000 ))" >"$dir/r$1.copy"
+	sync
+}
 for r in $(seq 1 "$reps"); do
-	while read -r pt; do
-		run oracle w1-stream-prober.fio "bs${pt% *}-qd${pt#* }" "$r" "${pt% *}" "${pt#* }"
-	done < <(rotate "$r" {256k,512k,1m,2m,4m,8m}\ {1,2,4})
+	while read -r cfg; do
+		w5 "$r" "$cfg"
+	done < <(rotate "$r" "${W5_CONFIGS[@]}")
 done

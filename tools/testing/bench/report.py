@@ -5,14 +5,19 @@ usage: report.py RESULTS_DIR
 
 RESULTS_DIR holds bench/meta.json and bench/<workload>/<config>/r<N>.json
 (fio JSON). Writes RESULTS_DIR/results.md (Markdown tables), results.json
-(every run's figures and the medians) and p99-vs-throughput.png (the
+(every run's figures and the medians), p99-vs-throughput.png (the
 prober's p99 against the stream's throughput, one point per configuration
-with the range over rounds, and the oracle frontier). Uses Debian's
-python3-matplotlib for the plot.
+with the range over rounds, and the oracle frontier) and controller-steps.png
+(the controller's size cap, depth cap and window p99 over one W1 run per
+target, from the block_adapt_step trace). One goal table per latency target:
+the controller against the oracle point of most throughput that meets the
+target, and against every static cap and peer. Uses Debian's
+python3-matplotlib for the plots.
 """
 import glob
 import json
 import os
+import re
 import statistics
 import sys
 
@@ -24,7 +29,12 @@ def figures(path):
     """The prober's clat p50/p99/p99.9 (ms), the stream's MB/s (read or write) and
     the disk's mean request size (KiB, ramp included) of one run."""
     jobs = fio_json.jobs(path)
-    out = {"stream_mbs": fio_json.mbs(jobs["stream"])}
+    if "stream" in jobs:
+        out = {"stream_mbs": fio_json.mbs(jobs["stream"])}
+    else:
+        # W5: the copy's figure is the disk's write throughput over the run
+        (nbytes, ms) = map(int, open(path[:-len(".json")] + ".copy").read().split())
+        out = {"stream_mbs": nbytes / ms / 1e3}
     if "prober" in jobs:
         p = jobs["prober"]
         out.update(p50_ms=fio_json.clat_ms(p, 50), p99_ms=fio_json.clat_ms(p, 99),
@@ -40,14 +50,15 @@ def figures(path):
     return out
 
 
-ORDER = ["static-128", "static-1280", "static-4096", "static-32767", "kyber", "bfq", "wbt",
-         "adapt-20ms", "adapt-50ms"]
+ORDER = ["static-128", "static-1280", "static-4096", "static-32767", "kyber", "bfq", "wbt"]
 
 
 def order(cfg):
     """Configurations in latbench.sh's order; oracle points by block size, then depth."""
     if cfg in ORDER:
         return (0, ORDER.index(cfg), 0)
+    if re.fullmatch(r"adapt-\d+ms", cfg):
+        return (0, len(ORDER), int(cfg[len("adapt-"):-len("ms")]))
     if cfg.startswith("bs"):
         bs, qd = cfg[2:].split("-qd")
         unit = {"k": 1, "m": 1024}[bs[-1]]
@@ -108,35 +119,67 @@ def frontier(orc):
     return sorted(front)
 
 
-def goal(res, lone, target_ratio=1.2, min_lone=0.8):
-    """Issue's goal for each controller setting: p99 within 1.2x of the best
-    oracle point with at least the same stream throughput (less 2%, about
-    the spread of the throughput over rounds), the stream at 80% or more of
-    its lone throughput."""
-    orc = [(r["median"]["stream_mbs"], r["median"]["p99_ms"], c) for c, r in res.get("oracle", {}).items()]
-    rows = [r for r in res.get("w1", {}).items() if r[0].startswith("adapt")]
-    if not orc or not rows:
+def goal(res, target):
+    """The goal table for one latency target (ms), from W1: the controller at
+    that target against the oracle point of most throughput whose p99 meets
+    the target, and against every static cap and peer."""
+    orc = [(r["median"]["stream_mbs"], r["median"]["p99_ms"], c)
+           for c, r in res.get("oracle", {}).items()]
+    w1 = res.get("w1", {})
+    me = w1.get(f"adapt-{target}ms")
+    if not me:
         return None
-    lines = ["| configuration | prober p99 ms (range) | p99 <= target | stream MB/s | stream / lone | "
-             "best oracle at >= 98% of that MB/s | p99 / oracle | goal (set for 20 ms) |",
-             "|---|---|---|---|---|---|---|---|"]
+    meeting = [o for o in orc if o[1] <= target]
+    best = max(meeting) if meeting else None
+    lines = ["| configuration | prober p99 ms (range) | p99 <= target | stream MB/s | "
+             "MB/s / best oracle point meeting the target |", "|---|---|---|---|---|"]
+    rows = [(f"adapt-{target}ms", me)] + [(c, r) for c, r in w1.items() if not c.startswith("adapt")]
     for cfg, r in rows:
         m, g = r["median"], r["range"]
-        ok = [o for o in orc if o[0] >= 0.98 * m["stream_mbs"]]
-        best = min(ok, key=lambda o: o[1]) if ok else None
-        lo = lone.get(cfg) or lone.get("static-32767")
-        frac = m["stream_mbs"] / lo if lo else None
-        ratio = m["p99_ms"] / best[1] if best else None
-        met = ratio is not None and frac is not None and ratio <= target_ratio and frac >= min_lone
-        target = float(cfg[len("adapt-"):-len("ms")])
-        verdict = ("met" if met else "missed") if target == 20 else "-"
+        ratio = f"{m['stream_mbs'] / best[0]:.2f}x" if best else "-"
         lines.append(f"| {cfg} | {m['p99_ms']:.1f} ({g['p99_ms'][0]:.1f}-{g['p99_ms'][1]:.1f}) | "
-                     f"{'yes' if m['p99_ms'] <= target else 'no'} | "
-                     f"{m['stream_mbs']:.1f} | {f'{frac:.0%}' if frac else '-'} | "
-                     + (f"{best[2]}: {best[1]:.1f} ms at {best[0]:.1f} MB/s | {ratio:.2f}x"
-                        if best else "none | -")
-                     + f" | {verdict} |")
+                     f"{'yes' if m['p99_ms'] <= target else 'no'} | {m['stream_mbs']:.1f} | {ratio} |")
+    lines.append(f"| oracle: {best[2]} | {best[1]:.1f} | yes | {best[0]:.1f} | 1.00x |" if best else
+                 ("| oracle | no point meets the target | | | |" if orc else "| oracle | not run (-q) | | | |"))
     return "\n".join(lines)
+
+
+def trace_steps(path):
+    """(seconds, window p99 us, size cap KiB, depth cap) of each step in a
+    block_adapt_step trace, time from the first step."""
+    pat = re.compile(r"\s(\d+\.\d+): block_adapt_step: .* lat=(\d+)us .* cap=(\d+)KiB depth=(\d+)")
+    steps = [tuple(float(x) for x in m.groups()) for m in map(pat.search, open(path)) if m]
+    return [(t - steps[0][0], lat, cap, depth) for t, lat, cap, depth in steps]
+
+
+def plot_steps(bench, path):
+    """Size cap, depth cap and window p99 over time, W1 round 1, per target."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    traces = sorted(glob.glob(os.path.join(bench, "w1", "adapt-*", "r1.trace")), key=lambda f: order(f.split(os.sep)[-2]))
+    series = [(f.split(os.sep)[-2], trace_steps(f)) for f in traces]
+    series = [(c, st) for c, st in series if st]
+    if not series:
+        return False
+    fig, axs = plt.subplots(3, 1, figsize=(8, 7.5), sharex=True)
+    for cfg, st in series:
+        t = [x[0] for x in st]
+        axs[0].step(t, [x[2] / 1024 for x in st], where="post", label=cfg)
+        axs[1].step(t, [x[3] for x in st], where="post", label=cfg)
+        axs[2].plot(t, [x[1] / 1e3 for x in st], ".", ms=3, label=cfg)
+    axs[0].set_ylabel("size cap, MiB")
+    axs[1].set_ylabel("depth cap")
+    axs[2].set_ylabel("window p99, ms (log)")
+    axs[2].set_yscale("log")
+    axs[2].set_xlabel("seconds into the run (W1, round 1; block_adapt_step tracepoint)")
+    for a in axs:
+        a.grid(True, which="both", alpha=0.3)
+    axs[0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    return True
 
 
 def plot(res, path):
@@ -183,20 +226,25 @@ def main():
           f"{meta['seconds']} s runs, {meta['date']}. Medians over rounds; ratios to the best "
           "static max_sectors_kb setting of each column; stream / lone: the stream's throughput "
           "over its throughput alone (W3) with the same configuration, or with static-32767.", ""]
-    for wl, title in (("w1", "W1: 8 MiB read stream (iodepth 4) + 4 KiB prober at 20 IOPS"),
+    for t in meta.get("targets_ms", [20, 50]):
+        g = goal(res, t)
+        if g:
+            md += [f"### Goal at {t} ms (W1): the prober's p99 at or under {t} ms, with as much "
+                   "stream throughput as the best oracle point (the stream's block size and "
+                   "depth fixed by hand) that meets it", "", g, ""]
+    for wl, title in (("w1", "W1: 8 MiB read stream (iodepth 4, hugepage buffers) + 4 KiB prober at 20 IOPS"),
+                      ("w1p", "W1p: W1 with ordinary (malloc) buffers"),
                       ("w2", "W2: buffered 1 MiB write stream (writeback) + 4 KiB prober at 20 IOPS"),
                       ("w3", "W3: the stream alone"),
-                      ("oracle", "Oracle sweep: W1 with the controller off, the stream's block size x iodepth")):
+                      ("oracle", "Oracle sweep: W1 with the controller off, the stream's block size x iodepth"),
+                      ("w5", "W5: ext4, cp of a 1.5 GiB file (stream MB/s: the disk's write throughput) "
+                             "+ 4 KiB random buffered reads of another file at 20 IOPS")):
         if wl in res:
-            md += [f"### {title}", "", table(res[wl], lone), ""]
-    g = goal(res, lone)
-    if g:
-        md += ["### Goal (W1): p99 within 1.2x of the oracle's best p99 at the same stream "
-               "throughput or more (less 2%), with the stream at 80% or more of its lone throughput",
-               "", g, ""]
+            md += [f"### {title}", "", table(res[wl], lone if wl != "w5" else {}), ""]
     open(os.path.join(top, "results.md"), "w").write("\n".join(md))
     json.dump({"meta": meta, "results": res}, open(os.path.join(top, "results.json"), "w"), indent=1)
     plot(res, os.path.join(top, "p99-vs-throughput.png"))
+    plot_steps(bench, os.path.join(top, "controller-steps.png"))
     print("\n".join(md))
 
 
