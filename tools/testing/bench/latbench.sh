@@ -237,8 +237,8 @@ apply "${W5_CONFIGS[0]}"
 mkfs.ext4 -q -F "/dev/$disk"
 mkdir -p "$fs"
 mount -t ext4 "/dev/$disk" "$fs"
-dd if=/dev/urandom of="$fs/src" bs=1M count=1536 status=none
-dd if=/dev/urandom of="$fs/reader" bs=1M count=512 status=none
+dd if=/dev/zero of="$fs/src" bs=1M count=1536 status=none
+dd if=/dev/zero of="$fs/reader" bs=1M count=512 status=none
 sync
 # w5 ROUND CONFIG: cp over and over during the reader's run.
 w5() {
