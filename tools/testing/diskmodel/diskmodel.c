@@ -72,6 +72,7 @@
 #define SEGMENTS 16
 #define MAX_DIRTY 64
 #define NS_PER_US 1000.0
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 enum kind { HDD, SSD };
 
@@ -101,13 +102,13 @@ static const struct params profiles[] = {
 	  .seek_track_us = 800, .seek_avg_us = 8500, .seek_full_us = 17000,
 	  .seek_knee = 0.2, .write_settle_us = 300, .switch_us = 800,
 	  .overhead_us = 200, .iface_mbs = 600, .age_us = 500000,
-	  .rcache = 32 << 20, .wcache = 16 << 20 },
+	  .rcache = 64 << 20, .wcache = 16 << 20 },
 	{ .name = "hdd5400", .kind = HDD,	/* 2.5" laptop, 5400 rpm */
 	  .rpm = 5400, .heads = 2, .outer_mbs = 130, .inner_mbs = 65,
 	  .seek_track_us = 1000, .seek_avg_us = 12000, .seek_full_us = 20000,
 	  .seek_knee = 0.2, .write_settle_us = 500, .switch_us = 1000,
 	  .overhead_us = 300, .iface_mbs = 600, .age_us = 500000,
-	  .rcache = 8 << 20, .wcache = 8 << 20 },
+	  .rcache = 32 << 20, .wcache = 8 << 20 },
 	{ .name = "ssd", .kind = SSD,		/* SATA TLC SSD with DRAM */
 	  .cmd_us = 11, .units = 8, .read_us = 55, .page_xfer_us = 3,
 	  .fixed_us = 11, .link_mbs = 550, .wcache = 1024 << 20,
@@ -273,7 +274,8 @@ static int hdd_init(void)
 	cyls = cyls_per_zone * ZONES;
 	zone_lba[0] = 0;
 	for (z = 0; z < ZONES; z++)
-		zone_lba[z + 1] = zone_lba[z] + cyls_per_zone * (uint64_t)p.heads * (uint64_t)spt[z];
+		zone_lba[z + 1] = zone_lba[z] +
+				  cyls_per_zone * (uint64_t)p.heads * (uint64_t)spt[z];
 	/* solve for b: the mean seek grows with b */
 	for (i = 0; i < GRID; i++)
 		grid[i] = locate((sectors * (2 * i + 1)) / (2 * GRID)).cyl;
@@ -478,7 +480,7 @@ static void serve_media(struct req *r, uint64_t t)
 	sleep_until(end);
 	pthread_mutex_lock(&lock);
 	if (!r->write)
-		start_prefetch(r->lba, r->n, now());
+		start_prefetch(r->lba, r->n, end);	/* the head reads on from the end */
 }
 
 /* Pick the next request: the oldest past the aging bound, or SPTF. */
@@ -625,14 +627,16 @@ static void ssd_io(uint64_t offset, uint32_t count, bool write, bool flush)
 
 	pthread_mutex_lock(&lock);
 	t = now();
-	start = ctrl_free = max64(t, ctrl_free) + (uint64_t)(p.cmd_us * NS_PER_US);
+	ctrl_free = max64(t, ctrl_free) + (uint64_t)(p.cmd_us * NS_PER_US);
+	start = ctrl_free;
 	if (flush) {
 		done = start + (uint64_t)(p.flush_us * NS_PER_US);
 	} else if (write) {
 		/* over the link into the write cache, which drains continuously */
-		uint64_t in = link_free = max64(start, link_free) + (uint64_t)mbs_ns(p.link_mbs, count);
+		uint64_t in = max64(start, link_free) + (uint64_t)mbs_ns(p.link_mbs, count);
 		double drained = (in > wc_when ? in - wc_when : 0) * p.drain_mbs / 1000.0;
 
+		link_free = in;
 		wc_level = wc_level > drained ? wc_level - drained : 0;
 		wc_when = max64(in, wc_when);
 		done = in;
@@ -646,7 +650,8 @@ static void ssd_io(uint64_t offset, uint32_t count, bool write, bool flush)
 		for (page = first; page <= last; page++) {
 			uint64_t *u = &unit_free[page % (uint64_t)p.units];
 
-			*u = max64(start, *u) + (uint64_t)((p.read_us + p.page_xfer_us) * NS_PER_US);
+			*u = max64(start, *u) +
+			     (uint64_t)((p.read_us + p.page_xfer_us) * NS_PER_US);
 			media = max64(media, *u);
 		}
 		/* the link streams the data out as the pages become ready */
@@ -683,7 +688,7 @@ static double *param_field(const char *key)
 #undef F
 	size_t i;
 
-	for (i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
+	for (i = 0; i < ARRAY_SIZE(fields); i++)
 		if (!strcmp(key, fields[i].key))
 			return (double *)((char *)&p + fields[i].off);
 	return NULL;
@@ -699,7 +704,7 @@ static int dm_config(nbdkit_next_config *next, nbdkit_backend *nxdata,
 	size_t i;
 
 	if (!strcmp(key, "profile")) {
-		for (i = 0; i < sizeof(profiles) / sizeof(profiles[0]); i++)
+		for (i = 0; i < ARRAY_SIZE(profiles); i++)
 			if (!strcmp(value, profiles[i].name)) {
 				p = profiles[i];
 				profile_set = true;
@@ -763,7 +768,8 @@ static int dm_config_complete(nbdkit_next_config_complete *next, nbdkit_backend 
 	}
 	if (p.kind == HDD && (p.heads < 1 || p.rpm <= 0 || p.inner_mbs <= 0 ||
 			      p.outer_mbs < p.inner_mbs || p.seek_knee <= 0 || p.seek_knee >= 1)) {
-		nbdkit_error("diskmodel: heads >= 1, rpm > 0, outer_mbs >= inner_mbs > 0, 0 < seek_knee < 1");
+		nbdkit_error("diskmodel: need heads >= 1, rpm > 0, %s",
+			     "outer_mbs >= inner_mbs > 0 and 0 < seek_knee < 1");
 		return -1;
 	}
 	return next(nxdata);
@@ -795,8 +801,8 @@ static void write_info(void)
 	} else {
 		/* what the model gives: one 4 KiB read alone, and the bottleneck */
 		double qd1 = p.cmd_us + p.read_us + p.page_xfer_us + p.fixed_us;
-		double iops = fmin(fmin(1e6 / p.cmd_us, p.units * 1e6 / (p.read_us + p.page_xfer_us)),
-				   p.link_mbs * 1e6 / 4096);
+		double unit_iops = p.units * 1e6 / (p.read_us + p.page_xfer_us);
+		double iops = fmin(fmin(1e6 / p.cmd_us, unit_iops), p.link_mbs * 1e6 / 4096);
 
 		fprintf(f, "link_mbs=%g\nqd1_read_us=%g\nmax_iops=%.0f\n", p.link_mbs, qd1, iops);
 	}
