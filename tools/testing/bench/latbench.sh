@@ -122,6 +122,8 @@ apply() {
 	local name maxkb sched wbt lat got want
 
 	read -r name maxkb sched wbt lat <<<"$1"
+	# a cap above the disk's limit is the limit (NVMe: QEMU's MDTS, 512 KiB)
+	[ "$maxkb" -le "$(cat "$q/max_hw_sectors_kb")" ] || maxkb=$(cat "$q/max_hw_sectors_kb")
 	[ "$has_adapt" = 0 ] || echo 0 >"$q/adapt_lat_usec"
 	echo "$sched" >"$q/scheduler"
 	echo "$maxkb" >"$q/max_sectors_kb"
