@@ -16,7 +16,8 @@ interleaved), with the controller's latency targets set by the profile:
 after -- overrides). Then
 tools/testing/bench/report.py writes DIR/results.md, results.json and
 p99-vs-throughput.png (DIR defaults to $BUILD/bench/PROFILE) and prints the
-tables. -q runs the short version (one round of 8 s runs, no oracle sweep).
+tables. -q runs the short version (one round of 6 s runs, no oracle sweep;
+about 9 minutes, estimated from the timed full runs).
 -k boots BZIMAGE instead, for example a kernel without the series
 ($BUILD/bzImage-base, which ci/test.sh saves): latbench.sh then leaves the
 adapt-* configurations out.

@@ -28,7 +28,7 @@ Runs inside the test VM, on DISK (e.g. sda, 8 GiB or more; W2 overwrites
 REPS rounds (default 2), each with every configuration once, in an order that
 rotates from round to round (the oracle sweep's and W5's rounds come last);
 SECONDS per run (default 15, plus 2 s of ramp).
--q: a short version (1 round, 8 s runs, no oracle sweep).
+-q: a short version (1 round, 6 s runs, no oracle sweep).
 -c: only the configurations named (e.g. -c static-4096,adapt-20ms), and the
     oracle sweep only if "oracle" is among them.
 Writes $BLKADAPT_OUT/bench/<workload>/<configuration>/r<round>.json (fio's),
@@ -43,7 +43,7 @@ while [ $# -gt 0 ]; do
 	-r) reps=$2; shift 2 ;;
 	-t) secs=$2; shift 2 ;;
 	-T) targets=$2; shift 2 ;;
-	-q) quick=1; reps=1; secs=8; shift ;;
+	-q) quick=1; reps=1; secs=6; shift ;;
 	-c) only=",$2,"; shift 2 ;;
 	-h|--help) usage; exit 0 ;;
 	-*) usage >&2; exit 2 ;;
