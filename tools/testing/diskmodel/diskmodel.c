@@ -586,34 +586,31 @@ static void hdd_queue(struct req *r)
 static void hdd_io(uint64_t offset, uint32_t count, bool write, bool fua, bool flush)
 {
 	struct req r = { .lba = offset / SECTOR, .write = write, .flush = flush };
+	bool cached = false;	/* served by the controller: a read hit, a cached write */
 	uint64_t t, iface;
+	int hit;
 
 	r.n = (offset + count + SECTOR - 1) / SECTOR - r.lba;
 	iface = (uint64_t)(p.overhead_us * NS_PER_US + mbs_ns(p.iface_mbs, count));
 	pthread_mutex_lock(&lock);
 	t = now();
 	r.arrival = t;
-	if (flush) {
-		hdd_queue(&r);
-	} else if (!write && cache_hit(r.lba, r.n, t) >= 0) {
-		seg[cache_hit(r.lba, r.n, t)].used = ++lru_clock;
-		pthread_mutex_unlock(&lock);
-		sleep_until(t + iface);
-		return;
-	} else if (write) {
+	if (write) {
 		last_write = t;
 		cache_invalidate(r.lba, r.n, t);
-		if (fua || !dirty_add(r.lba, r.n)) {
-			hdd_queue(&r);
-		} else {
-			pthread_mutex_unlock(&lock);
-			sleep_until(t + iface);
-			return;
+		cached = !fua && dirty_add(r.lba, r.n);
+	} else if (!flush) {
+		hit = cache_hit(r.lba, r.n, t);
+		if (hit >= 0) {
+			seg[hit].used = ++lru_clock;
+			cached = true;
 		}
-	} else {
-		hdd_queue(&r);
 	}
+	if (!cached)
+		hdd_queue(&r);
 	pthread_mutex_unlock(&lock);
+	if (cached)
+		sleep_until(t + iface);
 }
 
 /* ---- SSD ------------------------------------------------------------- */
