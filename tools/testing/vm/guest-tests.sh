@@ -5,7 +5,7 @@ set -euo pipefail
 
 usage() {
 	cat <<'USAGE'
-usage: guest-tests.sh [-t COLLECTION:TEST]... [--throttled] [--no-timing] KSELFTEST_DIR
+usage: guest-tests.sh [-t COLLECTION:TEST]... [--throttled] [--no-timing] [--faults] KSELFTEST_DIR
 Runs inside the test VM: runs the kselftests installed in KSELFTEST_DIR
 (scripts/build-kselftests.sh; all of them, or those named with -t) into
 $BLKADAPT_OUT/kselftest.ktap, and copies the results of the KUnit suites that
@@ -13,15 +13,20 @@ ran at boot into $BLKADAPT_OUT/kunit.ktap. The VM's SATA disks are scratch
 space: their data is overwritten. --throttled says the disks are shaped like a
 real disk (run-vm.sh -p hdd or ssd): the adaptive caps test then measures
 latency and throughput on them too (ADAPT_SELFTEST_DISKS). --no-timing
-skips the block tests' checks of latency and throughput (a debug kernel).
+skips the block tests' checks of latency and throughput (a debug kernel). --faults lets the fault tests
+(block/adapt_faults.sh) inject errors into the scratch disks and remove them
+(ADAPT_SELFTEST_FAULT_DISKS). With a debug kernel that has kmemleak, a scan
+after the tests goes to $BLKADAPT_OUT/kmemleak.ktap.
 USAGE
 }
-tests=() throttled=0
+tests=() throttled=0 faults=0 limit=()
 while [ $# -gt 1 ]; do
 	case "$1" in
 	-t) tests+=(-t "$2"); shift 2 ;;
 	--throttled) throttled=1; shift ;;
-	--no-timing) export BLOCK_SELFTEST_NO_TIMING=1; shift ;;
+	# a debug kernel under emulation is slow: 20 minutes a test
+	--no-timing) export BLOCK_SELFTEST_NO_TIMING=1; limit=(-o 1200); shift ;;
+	--faults) faults=1; shift ;;
 	*) break ;;
 	esac
 done
@@ -53,6 +58,38 @@ echo "guest-tests: scratch disks: ${scratch[*]}"
 if [ "$throttled" = 1 ]; then
 	export ADAPT_SELFTEST_DISKS="${scratch[*]}"
 fi
+if [ "$faults" = 1 ]; then
+	export ADAPT_SELFTEST_FAULT_DISKS="${scratch[*]}"
+fi
+# kmemleak: forget what boot left unreferenced; only the tests' leaks count.
+leaks=/sys/kernel/debug/kmemleak
+if [ -e "$leaks" ]; then
+	echo scan >"$leaks"
+	echo clear >"$leaks"
+fi
 rc=0
-"$1/run_kselftest.sh" "${tests[@]}" 2>&1 | tee "$out/kselftest.ktap" || rc=$?
+"$1/run_kselftest.sh" "${limit[@]}" "${tests[@]}" 2>&1 | tee "$out/kselftest.ktap" || rc=$?
+
+# kmemleak: what the tests allocated and lost. The first scan reports objects
+# only after they stayed unreferenced for a while (5 s) and through two
+# scans, so scan twice after a pause, as Documentation/dev-tools/kmemleak.rst
+# suggests.
+if [ -e "$leaks" ]; then
+	echo scan >"$leaks"
+	sleep 6
+	echo scan >"$leaks"
+	cat "$leaks" >"$out/kmemleak.txt"
+	n=$(grep -c '^unreferenced object' "$out/kmemleak.txt" || true)
+	{
+		echo "KTAP version 1"
+		echo "1..1"
+		head -n 40 "$out/kmemleak.txt" | sed 's/^/# /'
+		if [ "$n" = 0 ]; then
+			echo "ok 1 kmemleak: no unreferenced objects after the tests"
+		else
+			echo "not ok 1 kmemleak: $n unreferenced objects after the tests"
+		fi
+	} >"$out/kmemleak.ktap"
+	echo "guest-tests: kmemleak: $n unreferenced objects"
+fi
 exit "$rc"
