@@ -13,9 +13,9 @@ ran at boot into $BLKADAPT_OUT/kunit.ktap. The VM's SATA disks are scratch
 space: their data is overwritten. --throttled says the disks are shaped like a
 real disk (run-vm.sh -p hdd or ssd): the adaptive caps test then measures
 latency and throughput on them too (ADAPT_SELFTEST_DISKS). --no-timing
-skips the block tests' checks of latency and throughput (a debug kernel). --faults lets the fault tests
-(block/adapt_faults.sh) inject errors into the scratch disks and remove them
-(ADAPT_SELFTEST_FAULT_DISKS). With a debug kernel that has kmemleak, a scan
+skips the block tests' checks of latency and throughput (a debug kernel).
+--faults lets the fault tests (block/adapt_faults.sh) inject errors into the
+scratch disks and remove them (ADAPT_SELFTEST_FAULT_DISKS). With a debug kernel that has kmemleak, a scan
 after the tests goes to $BLKADAPT_OUT/kmemleak.ktap.
 USAGE
 }
