@@ -16,7 +16,7 @@ Runs every gate of the project in order and prints, last, one line
      profiles (tools/testing/diskmodel/validate.py)
   6. build after every patch, incrementally, and run the quality gates on
      the files it changes: W=1, sparse, kernel-doc (scripts/check-bisect.sh,
-     scripts/check-gates.sh)
+     scripts/check-gates.sh); build block/ and drivers/ata/ for i386
   7. boot the base kernel and the patched one in QEMU and run the series'
      kselftests and KUnit suites; the console must be free of oops, BUG,
      WARNING and lockdep reports
@@ -115,6 +115,19 @@ base_img=$BUILD/bzImage-base
 	while read -r line; do log "$line"; done
 [ -f "$BZIMAGE" ] || { result 1 "build: patched kernel image exists"; finish; exit 1; }
 grep -q '^not ok' "$res/bisect.ktap" && { finish; exit 1; }
+
+stage "32-bit: the series' objects built for i386"
+# On i386 an 8-byte xchg() or cmpxchg() compiles to a call of an undefined
+# __xchg_wrong_size() (and friends): the objects must not reference them.
+build_i386() {
+	local bad
+	"$REPO/scripts/build.sh" --i386 block/ drivers/ata/ || return 1
+	bad=$(nm -u "$I386_OBJ"/block/*.o "$I386_OBJ"/drivers/ata/*.o |
+		grep -E '_wrong_size|__bad_size_call_parameter' || true)
+	[ -z "$bad" ] || { echo "undefined on i386: $bad"; return 1; }
+	log "i386: $(find "$I386_OBJ/block" "$I386_OBJ/drivers/ata" -name '*.o' | wc -l) objects"
+}
+gate "build: block/ and drivers/ata/ for i386 (no 8-byte atomics)" build_i386 || true
 
 stage "kselftests"
 gate "kselftest: build and install $KSELFTEST_TARGETS" "$REPO/scripts/build-kselftests.sh" || { finish; exit 1; }

@@ -5,7 +5,7 @@ set -euo pipefail
 
 usage() {
 	cat <<USAGE
-usage: scripts/build.sh [--debug] [--config-only] [MAKE-TARGET...]
+usage: scripts/build.sh [--debug | --i386] [--config-only] [MAKE-TARGET...]
 Configures $OBJ from 'make tinyconfig' plus $LEAN_CONFIG
 (every option set there that the tree's Kconfig knows must survive
 olddefconfig, or the build stops; options the series adds are skipped on
@@ -15,6 +15,9 @@ reconfigures only when the fragment or a Kconfig file changed.
   --debug        build the debug kernel instead: the same plus
                  $DEBUG_CONFIG (lockdep and friends),
                  in $DEBUG_OBJ
+  --i386         configure for 32-bit x86 instead: the same plus
+                 $I386_CONFIG, in $I386_OBJ
+                 (for building the series' objects, e.g. block/ drivers/ata/)
   --config-only  stop after configuring
 USAGE
 }
@@ -26,6 +29,8 @@ for a in "$@"; do
 	-h|--help) usage; exit 0 ;;
 	--config-only) config_only=1 ;;
 	--debug) OBJ=$DEBUG_OBJ BZIMAGE=$DEBUG_BZIMAGE frags+=("$DEBUG_CONFIG") ;;
+	--i386) OBJ=$I386_OBJ BZIMAGE=$I386_OBJ/arch/x86/boot/bzImage frags+=("$I386_CONFIG")
+		export ARCH=i386 ;;
 	-*) usage >&2; exit 2 ;;
 	*) targets+=("$a") ;;
 	esac

@@ -16,6 +16,9 @@ LEAN_CONFIG=$REPO/tools/testing/vm/lean.config
 DEBUG_CONFIG=$REPO/tools/testing/vm/debug.config
 DEBUG_OBJ=$BUILD/obj-debug
 DEBUG_BZIMAGE=$DEBUG_OBJ/arch/x86/boot/bzImage
+# 32-bit x86: the lean config plus I386_CONFIG, to build the series' objects there.
+I386_CONFIG=$REPO/tools/testing/vm/i386.config
+I386_OBJ=$BUILD/obj-i386
 # The nbdkit disk timing model (tools/testing/diskmodel), built by build_diskmodel.
 DISKMODEL=$BUILD/diskmodel/nbdkit-diskmodel-filter.so
 T0=${T0:-$(date +%s)}

@@ -94,8 +94,8 @@ This series:
    reports the limit in force in the Block Limits VPD page. A kselftest
    checks both.
  - 4-6 (linux-block): per-queue latency accounting. Queue time and device
-   time, by operation and size class, in log-linear histograms (error at
-   most 6.25%). Per-CPU and lock-free on completion, one queue-flag test
+   time and their sum, by operation and request size, in log-linear
+   histograms (error at most 12.5%), at most 8 KiB per CPU. Per-CPU and lock-free on completion, one queue-flag test
    when off; nothing on the frozen-queue exit path allocates or waits.
    Shown in debugfs and in a tracepoint, switched on in sysfs. KUnit and
    a kselftest.
