@@ -117,8 +117,9 @@ base_img=$BUILD/bzImage-base
 grep -q '^not ok' "$res/bisect.ktap" && { finish; exit 1; }
 
 stage "32-bit: the series' objects built for i386"
-# On i386 an 8-byte xchg() or cmpxchg() compiles to a call of an undefined
-# __xchg_wrong_size() (and friends): the objects must not reference them.
+# On i386 an 8-byte xchg() is a build error (__xchg_wrong_size() carries an
+# error attribute); a per-CPU operation of an unsupported size only leaves an
+# undefined __bad_size_call_parameter(): the objects must not reference it.
 build_i386() {
 	local bad
 	"$REPO/scripts/build.sh" --i386 block/ drivers/ata/ || return 1
