@@ -26,8 +26,9 @@
  *      shortest positioning time (seek + rotational wait), unless one has
  *      waited longer than the aging bound: then the oldest goes first.
  *      Read cache: SEGMENTS segments, least recently used replaced. After a
- *      read the drive keeps reading ahead into the segment at the media
- *      rate until the segment is full or the next request takes the head;
+ *      read the drive keeps reading ahead into the segment at the sustained
+ *      media rate (a switch per track) until the segment is full or the next
+ *      request takes the head;
  *      a read that lies in what was read ahead costs overhead + interface
  *      transfer, and a read that starts inside it continues from there.
  *      Write cache (write-back): a write that fits costs overhead + interface
@@ -402,7 +403,8 @@ static void start_prefetch(uint64_t lba, uint64_t n, uint64_t t)
 		s->start = s->cap_end - size;
 	s->fill_from = t;
 	s->fill_until = UINT64_MAX;
-	s->rate = spt[locate(lba + n).zone] / rot_ns;
+	/* read-ahead crosses tracks too: it loses a switch per track */
+	s->rate = spt[locate(lba + n).zone] / (rot_ns + p.switch_us * NS_PER_US);
 	s->used = ++lru_clock;
 	active_seg = victim;
 	head_lba = lba + n;
