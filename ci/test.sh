@@ -19,7 +19,8 @@ Runs every gate of the project in order and prints, last, one line
      scripts/check-gates.sh); build block/ and drivers/ata/ for i386
   7. boot the base kernel and the patched one in QEMU and run the series'
      kselftests and KUnit suites; the console must be free of oops, BUG,
-     WARNING and lockdep reports
+     WARNING and lockdep reports; on the patched one, cross-check the latency
+     accounting against blktrace/blkparse/btt (tools/testing/vm/lat-blktrace.sh)
   8. boot it with ahci.large_prd=0 and run the ATA limits test (64 KiB
      S/G entries kept)
   9. boot the patched kernel again with a throttled (hdd profile) disk and
@@ -162,7 +163,7 @@ result "$([ -n "$maxreq" ] && [ "$maxreq" -le 21504 ] && echo 0 || echo 1)" \
 	"base kernel splits a 32 MiB read at <= 10.5 MiB (${maxreq:-?} sectors)"
 
 stage "boot the patched kernel and run the tests"
-boot patched "$BZIMAGE"
+boot patched "$BZIMAGE" -- --blktrace
 grep -E '^# # ' "$res/patched/kselftest.ktap" | sed 's/^# # /  /' || true
 
 stage "boot the patched kernel with ahci.large_prd=0: 64 KiB S/G entries kept"

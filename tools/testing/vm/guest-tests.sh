@@ -5,7 +5,7 @@ set -euo pipefail
 
 usage() {
 	cat <<'USAGE'
-usage: guest-tests.sh [-t COLLECTION:TEST]... [--throttled] [--no-timing] [--faults] KSELFTEST_DIR
+usage: guest-tests.sh [-t COLLECTION:TEST]... [--throttled] [--no-timing] [--faults] [--blktrace] KSELFTEST_DIR
 Runs inside the test VM: runs the kselftests installed in KSELFTEST_DIR
 (scripts/build-kselftests.sh; all of them, or those named with -t) into
 $BLKADAPT_OUT/kselftest.ktap, and copies the results of the KUnit suites that
@@ -15,11 +15,13 @@ real disk (run-vm.sh -p hdd or ssd): the adaptive caps test then measures
 latency and throughput on them too (ADAPT_SELFTEST_DISKS). --no-timing
 skips the block tests' checks of latency and throughput (a debug kernel).
 --faults lets the fault tests (block/adapt_faults.sh) inject errors into the
-scratch disks and remove them (ADAPT_SELFTEST_FAULT_DISKS). With a debug kernel that has kmemleak, a scan
+scratch disks and remove them (ADAPT_SELFTEST_FAULT_DISKS). --blktrace then
+cross-checks the latency accounting against blktrace (lat-blktrace.sh) into
+$BLKADAPT_OUT/blktrace.ktap. With a debug kernel that has kmemleak, a scan
 after the tests goes to $BLKADAPT_OUT/kmemleak.ktap.
 USAGE
 }
-tests=() throttled=0 faults=0 limit=()
+tests=() throttled=0 faults=0 blktrace=0 limit=()
 while [ $# -gt 1 ]; do
 	case "$1" in
 	-t) tests+=(-t "$2"); shift 2 ;;
@@ -27,6 +29,7 @@ while [ $# -gt 1 ]; do
 	# a debug kernel under emulation is slow: 20 minutes a test
 	--no-timing) export BLOCK_SELFTEST_NO_TIMING=1; limit=(-o 1200); shift ;;
 	--faults) faults=1; shift ;;
+	--blktrace) blktrace=1; shift ;;
 	*) break ;;
 	esac
 done
@@ -69,6 +72,11 @@ if [ -e "$leaks" ]; then
 fi
 rc=0
 "$1/run_kselftest.sh" "${limit[@]}" "${tests[@]}" 2>&1 | tee "$out/kselftest.ktap" || rc=$?
+if [ "$blktrace" = 1 ]; then
+	brc=0
+	"$(dirname "$0")/lat-blktrace.sh" | tee "$out/blktrace.ktap" || brc=$?
+	[ "$brc" = 0 ] || [ "$brc" = 4 ] || rc=1
+fi
 
 # kmemleak: what the tests allocated and lost. The first scan reports objects
 # only after they stayed unreferenced for a while (5 s) and through two
