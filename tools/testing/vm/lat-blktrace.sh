@@ -44,6 +44,7 @@ echo 1024 >"$nb/size"
 echo 2 >"$nb/irqmode"
 echo 1000000 >"$nb/completion_nsec"
 echo 2 >"$nb/hw_queue_depth"
+echo 1024 >"$nb/max_sectors"	# 512 KiB: no 256 KiB read is split
 echo 1 >"$nb/power"
 devs=(lat_blktrace)
 [ -e /sys/block/lat_blktrace ] || devs=(nullb"$(cat "$nb/index")")
