@@ -127,18 +127,18 @@ def validate_hdd(t, m, p, so, tmp):
     qd16 = rand_iops(m, 16, 8)
     t.diag(f"{p}: QD16 4 KiB random read {qd16:.1f} IOPS, {qd16 / qd1:.2f}x QD1")
     t.check(1.5 <= qd16 / qd1 <= 3, f"{p}: QD16 gains 1.5x to 3x over QD1 (on-drive queue)")
-    m = Model(so, p, tmp, SEQ_TIMESCALE)   # a second instance; the caller stops the first
+    seq = Model(so, p, tmp, SEQ_TIMESCALE)   # a second instance; the caller stops m
     try:
         size, ext = 8 << 30, 128 * MiB
         for zone, first, rate in (("outer", 0, float(i["outer_mbs"])),
                                   ("inner", size - ROUNDS * ext, float(i["inner_mbs"]))):
-            runs = [seq_mbs(m, first + k * ext, ext, "1m", 4) for k in range(ROUNDS)]
+            runs = [seq_mbs(seq, first + k * ext, ext, "1m", 4) for k in range(ROUNDS)]
             mbs = statistics.median(runs)
             t.diag(f"{p}: sequential read, {zone} zone: {mbs:.1f} MB/s median of "
                    f"{', '.join(f'{r:.1f}' for r in runs)}, profile {rate:g} MB/s")
             t.check(within(mbs, rate, 0.10), f"{p}: sequential reads in the {zone} zone within 10%")
     finally:
-        m.stop()
+        seq.stop()
 
 
 def ssd_qd1_us(fast, slow):
