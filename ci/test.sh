@@ -25,10 +25,11 @@ Runs every gate of the project in order and prints, last, one line
      S/G entries kept)
   9. boot the patched kernel again with a throttled (hdd profile) disk and
      run the adaptive caps test on it
- 10. build the debug kernel (lockdep, DEBUG_LIST, fault injection:
-     tools/testing/vm/debug.config), boot it with a second disk without NCQ,
-     run the block tests' functional checks and the fault tests
-     (block/adapt_faults.sh); its console must be free of lockdep reports
+ 10. build the debug kernel (lockdep, KASAN, kmemleak, DEBUG_LIST, fault
+     injection: tools/testing/vm/debug.config), boot it with a second disk
+     without NCQ, run the block tests' functional checks and the fault tests
+     (block/adapt_faults.sh); its console must be free of lockdep and KASAN
+     reports, and a kmemleak scan after the tests must find nothing
 Logs and KTAP files go to $BUILD/results. Set BLK_ADAPT_CACHE to use
 another cache directory (an empty one reproduces CI).
 USAGE
@@ -174,14 +175,19 @@ stage "boot the patched kernel with a throttled disk: the adaptive caps"
 boot patched-hdd "$BZIMAGE" -p hdd -n 1 -- -t block:adapt.sh --throttled
 grep -E '^# # ' "$res/patched-hdd/kselftest.ktap" | sed 's/^# # /  /' || true
 
-stage "debug kernel (lockdep, fault injection): build, boot, functional tests, faults"
+stage "debug kernel (lockdep, KASAN, kmemleak, fault injection): build, boot, functional tests, faults"
 if gate "build: debug kernel (lean + debug.config)" "$REPO/scripts/build.sh" --debug; then
-	# two disks, the second one without NCQ (queue depth 1)
-	boot debug "$DEBUG_BZIMAGE" -n 2 -a "libata.force=2.00:noncq" -- \
+	# two disks, the second one without NCQ (queue depth 1); acpi=noirq:
+	# see debug.config; KASAN makes the tests several times slower
+	boot debug "$DEBUG_BZIMAGE" -n 2 -t 2400 -a "libata.force=2.00:noncq acpi=noirq" -- \
 		-t block:lat_stats.sh -t block:adapt.sh -t block:adapt_faults.sh --no-timing --faults
 	# a clean console means something only if lockdep was running
 	gate "boot: debug kernel runs lockdep" \
 		grep -q 'Lock dependency validator' "$res/debug/console.log" || true
+	gate "boot: debug kernel runs KASAN" \
+		grep -q 'KernelAddressSanitizer initialized' "$res/debug/console.log" || true
+	gate "boot: debug kernel scanned for leaks (kmemleak.ktap)" \
+		test -f "$res/debug/kmemleak.ktap" || true
 	grep -E '^# # ' "$res/debug/kselftest.ktap" | sed 's/^# # /  /' || true
 fi
 finish
