@@ -178,7 +178,7 @@ grep -E '^# # ' "$res/patched-hdd/kselftest.ktap" | sed 's/^# # /  /' || true
 stage "debug kernel (lockdep, KASAN, kmemleak, fault injection): build, boot, functional tests, faults"
 if gate "build: debug kernel (lean + debug.config)" "$REPO/scripts/build.sh" --debug; then
 	# two disks, the second one without NCQ (queue depth 1); acpi=noirq:
-	# see debug.config; KASAN makes the tests several times slower
+	# see debug.config; KASAN and kmemleak make the boot about twice as long
 	boot debug "$DEBUG_BZIMAGE" -n 2 -t 2400 -a "libata.force=2.00:noncq acpi=noirq" -- \
 		-t block:lat_stats.sh -t block:adapt.sh -t block:adapt_faults.sh --no-timing --faults
 	# a clean console means something only if lockdep was running
