@@ -99,14 +99,18 @@ This series:
    when off; nothing on the frozen-queue exit path allocates or waits.
    Shown in debugfs and in a tracepoint, switched on in sysfs. KUnit and
    a kselftest.
- - 7 (linux-block): adaptive request size and depth caps, an rq_qos
+ - 7 (linux-block): rq_qos ->throttle may refuse a REQ_NOWAIT bio that
+   would have to wait; it then ends with BLK_STS_AGAIN, as when no tag
+   is free, and io_uring retries it from a worker. wbt, iolatency and
+   iocost never refuse.
+ - 8 (linux-block): adaptive request size and depth caps, an rq_qos
    policy. Given a p99 target for small requests, it bounds the bytes of
    large requests in flight, learns the device's bandwidth and
    per-command time, and spends the budget as a size cap and a depth cap.
-   Small requests pass the large ones it holds back, and it opens up
-   when nobody needs protection. KUnit (control law against a device
-   model) and a kselftest (null_blk and an emulated SATA disk, with fio
-   verify).
+   Small requests and journal I/O pass the large ones it holds back, and
+   it opens up gradually when nobody needs protection. KUnit (control
+   law against a device model) and a kselftest (null_blk and an emulated
+   SATA disk, with fio verify).
 
 Tested in QEMU (x86_64, TCG) on AHCI ide-hd disks and null_blk: KUnit
 blk-lat ($(kcases blk-lat-test.c) cases) and blk-adapt ($(kcases blk-adapt-test.c) cases, the control law against
