@@ -11,7 +11,7 @@ usage: scripts/outgoing.sh [-v N] [--no-rfc] [--range-diff OLD_BASE..OLD_TIP] [-
 Writes outgoing/vN/ (default N=1): 'git format-patch --cover-letter --base'
 of the prepared tree ($TREE, base $BASE_TAG), subject prefix "RFC PATCH"
 unless --no-rfc. The cover letter gets the problem statement, the design, the
-test matrix, the W1 and 20 ms goal tables of Documentation/bench/hdd7200/results.md
+test matrix, the W1 and goal tables of Documentation/bench/hdd7200/results.md
 (the 7200 rpm disk model); every mail gets
 To: (lists) and Cc: (maintainers) from the tree's scripts/get_maintainer.pl.
 --range-diff adds 'git range-diff' against an earlier version of the series
@@ -133,22 +133,21 @@ TEXT
 Against the oracle: the same load with the controller off and the
 stream's own block size and depth swept, chosen with hindsight. For each
 target, the controller against the oracle point with the most throughput
-whose p99 meets it (20 ms here; 50 and 100 ms in the project's docs):
+whose p99 meets it:
 
 TEXT
-	# the first goal table only (the first target)
-	awk '/^### /{on = /^### Goal/ && !seen++} on' "$results" | grep '^|'
+	# every goal table, each under its target
+	awk '/^### /{on = /^### Goal at /; if (on) {t = $4 " " $5; if (n++) print ""; print "At " t ":"}}
+		on && /^\|/' "$results"
 	cat <<'TEXT'
 
-The law misses on this disk, and the RFC says so: 20 ms is below what a
-random 4 KiB read next to any stream can get (no oracle point meets it),
-and the controller still gives up throughput at its floor; at 50 ms the
-oracle's 256 KiB at depth 2 beats its 1.6 MiB at depth 1 on both axes;
-at 100 ms its size cap oscillates. Every figure was measured under
-emulation (QEMU TCG, a disk model); numbers from real SATA disks are the
-main thing this RFC asks for. The other models (5400 rpm laptop disk,
-SATA and NVMe SSD, QEMU's throttle bucket), the plots and the traces are
-in the project's docs.
+Where no oracle point meets a target (a random 4 KiB read next to any
+stream cannot get under it), the controller goes to its floor and still
+gives up throughput there: its bandwidth estimate follows the capped
+stream down. Every figure was measured under emulation (QEMU TCG, a disk
+model); numbers from real SATA disks are the main thing this RFC asks
+for. The other models (5400 rpm laptop disk, SATA and NVMe SSD, QEMU's
+throttle bucket), the plots and the traces are in the project's docs.
 
 TEXT
 	# The base commit's subject names its origin: "Linux X.Y.Z (Debian package ...)".
