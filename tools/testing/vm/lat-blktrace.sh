@@ -8,10 +8,11 @@ usage() {
 usage: lat-blktrace.sh [SECONDS]
 Runs inside the test VM. On a null_blk device (timer completions of 1 ms, two
 tags, mq-deadline) and on the first scratch SATA disk (serial blkadapt*, read
-only): resets the latency accounting (queue/lat_stats), traces the device
-with blktrace while fio runs 4 KiB random reads (iodepth 4) next to 256 KiB
+only): traces the device with blktrace, resets the latency accounting
+(queue/lat_stats) and runs 4 KiB random reads (iodepth 4) next to 256 KiB
 sequential reads (iodepth 2) for SECONDS (default 5), then gives blkparse's
-events, the debugfs latency table and btt's report to
+events, the debugfs latency table, btt's report and blktrace's own summary
+(its dropped events) to
 tools/testing/lib/lat_blktrace.py, which prints KTAP (its --help says what it
 checks). Exit status 0 when every check passed, 4 (kselftest's skip) when the
 kernel or the tools lack what it needs.
@@ -62,22 +63,32 @@ for d in "${devs[@]}"; do
 	q=/sys/block/$d/queue
 	was=$(cat "$q/lat_stats")
 	echo 1 >"$q/lat_stats"
-	echo reset >"/sys/kernel/debug/block/$d/latency"
-	(cd "$work" && exec blktrace -d "/dev/$d" -o "$d" >/dev/null 2>"$d.blktrace.err") &
+	# the count check needs every event: 8 x 4 MiB relay buffers per CPU
+	# (default 4 x 512 KiB) against a tracer starved next to fio under TCG;
+	# the drops blktrace reports in its log are checked all the same
+	(cd "$work" && exec blktrace -b 4096 -n 8 -d "/dev/$d" -o "$d" >"$d.log" 2>&1) &
 	tracer=$!
-	sleep 1		# blktrace sets up its per-CPU buffers
+	# blktrace creates "msg" at setup and starts tracing right after: the
+	# start message proves to lat_blktrace.py that it ran before the load
+	msg=/sys/kernel/debug/block/$d/msg
+	for _ in $(seq 100); do [ -e "$msg" ] && break; sleep 0.1; done
+	[ -e "$msg" ] || { echo "lat-blktrace: blktrace did not set up $d" >&2; exit 1; }
+	sleep 1
+	echo "lat_blktrace start" >"$msg"
+	echo reset >"/sys/kernel/debug/block/$d/latency"
 	fio --direct=1 --time_based --runtime="$secs" --filename="/dev/$d" --output=/dev/null \
 		--name=small --rw=randread --bs=4k --ioengine=libaio --iodepth=4 --size=256m \
 		--name=large --rw=read --bs=256k --ioengine=libaio --iodepth=2 --offset=512m \
 		--size=256m
 	sleep 0.5
+	cp "/sys/kernel/debug/block/$d/latency" "$work/$d.table"
+	echo "lat_blktrace end" >"$msg"
 	kill -INT "$tracer"
 	wait "$tracer" || true
-	cp "/sys/kernel/debug/block/$d/latency" "$work/$d.table"
 	echo "$was" >"$q/lat_stats"
 	(cd "$work" && blkparse -q -i "$d" -f '%a %d %S %n %T.%9t\n' -d "$d.bin" >"$d.events")
 	# btt writes files of its own beside its report: in $work
 	(cd "$work" && btt -i "$d.bin" >"$d.btt")
-	args+=("$d" "$work/$d.events" "$work/$d.table" "$work/$d.btt")
+	args+=("$d" "$work/$d.events" "$work/$d.table" "$work/$d.btt" "$work/$d.log")
 done
 python3 "$lib/lat_blktrace.py" "${args[@]}"
