@@ -45,6 +45,7 @@ btt's D2C is per bio (a merged bio counts again, a split one is lost), not
 per request, so it is only printed. Prints KTAP; figures go to diagnostic
 lines. Exit status 0 when every check passed.
 """
+import collections
 import math
 import re
 import sys
@@ -74,8 +75,9 @@ def requests(path, lost, marks):
     pending_q, pending_g, pending_d, done = {}, {}, {}, []
     for line in open(path):
         f = line.split()
-        if len(f) >= 8 and f[5] == "m" and " ".join(f[7:]) in (START, END):
-            marks.add(" ".join(f[7:]))
+        if len(f) >= 8 and f[5] == "m":
+            if " ".join(f[7:]) in (START, END):
+                marks.add(" ".join(f[7:]))
             continue
         if START not in marks or END in marks:
             continue
@@ -98,11 +100,11 @@ def requests(path, lost, marks):
             pending_d.setdefault(sector, []).append((g.pop(0) if g else (None, None), t, blocks))
         elif act == "C":
             if not pending_d.get(sector):
-                lost["C without D"] = lost.get("C without D", 0) + 1
+                lost["C without D"] += 1
                 continue
             (q, g), d, n = pending_d[sector].pop(0)
             if q is None or g is None:
-                lost["D without Q or G"] = lost.get("D without Q or G", 0) + 1
+                lost["D without Q or G"] += 1
                 continue
             done.append((CLASSES[n * 512 > 64 * 1024], (d - g, d - q), t - d, (t - g, t - q)))
     return done
@@ -144,7 +146,7 @@ def dropped(path):
 
 
 def cross_check(name, events, tab, btt, log, check):
-    lost, marks, drops = {}, set(), dropped(log)
+    lost, marks, drops = collections.Counter(), set(), dropped(log)
     reqs, rows = requests(events, lost, marks), table(tab)
     print(f"# {name}: blktrace dropped {drops} events; not followed: "
           + (", ".join(f"{v} {k}" for k, v in lost.items()) or "none"))
