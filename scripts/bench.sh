@@ -7,7 +7,7 @@ set -euo pipefail
 usage() {
 	cat <<USAGE
 usage: scripts/bench.sh [-p PROFILE] [-o DIR] [-q] [-k BZIMAGE] [-- LATBENCH OPTION...]
-Prepares and builds the tree if needed, boots it under QEMU with one 8 GiB
+Installs, fetches, prepares and builds what is missing (scripts/build.sh), boots it under QEMU with one 8 GiB
 disk of device profile PROFILE (default hdd; every profile of
 tools/testing/vm/run-vm.sh: hdd, ssd, hdd7200, hdd5400, sata-ssd, nvme-ssd)
 and runs tools/testing/bench/latbench.sh there (every configuration,
@@ -42,8 +42,8 @@ nvme-ssd) targets=1,2,5 disk=nvme0n1 ;;
 *) die "unknown profile '$profile' (hdd, ssd, hdd7200, hdd5400, sata-ssd, nvme-ssd)" ;;
 esac
 out=${out:-$BUILD/bench/$profile}
-[ -d "$TREE/.git" ] || "$REPO/scripts/prepare-tree.sh"
-[ "$kernel" != "$BZIMAGE" ] || "$REPO/scripts/build.sh"
+# From nothing: packages, base, tree and build (scripts/build.sh), each only when missing.
+if [ "$kernel" = "$BZIMAGE" ]; then "$REPO/scripts/build.sh"; else "$REPO/scripts/deps.sh" >&2; fi
 [ -f "$kernel" ] || die "no kernel image $kernel"
 rm -rf "$out"
 mkdir -p "$out"

@@ -14,7 +14,9 @@ disk and on a null_blk device, both with the adaptive caps on
 (queue/adapt_lat_usec = TARGET_US, default 20000). TEST... are blktests groups
 or tests (default: block). blktests' own output is printed; its results go
 to $BUILD/blktests/results.
-Needs on this machine: gawk and udevadm (Debian: gawk, udev), fio, make, gcc.
+Installs what is missing first: the Debian packages (scripts/deps.sh
+--blktests adds gawk, udev, pciutils and xfsprogs, which blktests uses on
+this machine) and, for the default kernel, the base, tree and build.
 USAGE
 }
 kernel=$BZIMAGE profile=fast target=20000
@@ -35,10 +37,10 @@ if [ ! -x "$dir/check" ] || [ ! -d "$dir/tests" ]; then
 	die "'$dir' is not a blktests checkout (no check, tests/)"
 fi
 [[ "$target" =~ ^[1-9][0-9]*$ ]] || die "-T must be a target in microseconds, not '$target'"
-for c in gawk udevadm fio make gcc; do
-	command -v "$c" >/dev/null || die "blktests needs '$c' (apt install gawk udev fio make gcc)"
-done
-[ -f "$kernel" ] || die "kernel image '$kernel' not found (scripts/build.sh)"
+# From nothing: packages (blktests' own too), base, tree and build, each only when missing.
+"$REPO/scripts/deps.sh" --blktests >&2 || die "missing Debian packages (see above)"
+[ "$kernel" != "$BZIMAGE" ] || "$REPO/scripts/build.sh"
+[ -f "$kernel" ] || die "kernel image '$kernel' not found"
 
 log "blktests: building $dir"
 make -s -C "$dir" >/dev/null

@@ -6,7 +6,8 @@ set -euo pipefail
 usage() {
 	cat <<USAGE
 usage: scripts/build.sh [--debug | --i386] [--config-only] [MAKE-TARGET...]
-Configures $OBJ from 'make tinyconfig' plus $LEAN_CONFIG
+Installs what is missing first (Debian packages, the base tree, the prepared
+tree: scripts/deps.sh, fetch-base.sh, prepare-tree.sh), then configures $OBJ from 'make tinyconfig' plus $LEAN_CONFIG
 (every option set there that the tree's Kconfig knows must survive
 olddefconfig, or the build stops; options the series adds are skipped on
 commits before the one that adds them), then runs make (default target:
@@ -36,7 +37,7 @@ for a in "$@"; do
 	esac
 done
 [ ${#targets[@]} -gt 0 ] || targets=(bzImage)
-[ -d "$TREE/.git" ] || die "no prepared tree at $TREE: run scripts/prepare-tree.sh"
+ensure_tree
 mkdir -p "$OBJ"
 
 stamp=$OBJ/.lean-config.sha

@@ -8,7 +8,9 @@ set -euo pipefail
 usage() {
 	cat <<USAGE
 usage: scripts/demo.sh [-p PROFILE] [SECONDS [TARGET_US]]
-Prepares the tree if needed ($TREE), builds the lean kernel (incremental),
+From nothing, first installs the missing Debian packages, fetches the base
+tree and prepares $TREE (each only when missing: scripts/build.sh does it);
+builds the lean kernel (incremental),
 boots it under QEMU with one AHCI SATA disk of device profile PROFILE
 (default hdd: 150 MB/s, 150 commands/s; see tools/testing/vm/run-vm.sh) and
 runs tools/testing/vm/demo-job.sh there for SECONDS (default 10): the disk's
@@ -32,7 +34,6 @@ secs=${1:-10} target=${2:-50000}
 [[ "$secs" =~ ^[1-9][0-9]*$ ]] || die "SECONDS must be a positive integer, not '$secs'"
 [[ "$target" =~ ^[0-9]+$ ]] || die "TARGET_US must be a non-negative integer, not '$target'"
 
-[ -d "$TREE/.git" ] || "$REPO/scripts/prepare-tree.sh"
 "$REPO/scripts/build.sh"
 log "demo: booting (profile $profile, ${secs} s of fio)"
 "$REPO/tools/testing/vm/run-vm.sh" -q -p "$profile" -t $((3 * secs + 300)) -o "$BUILD/vm/demo" \

@@ -4,21 +4,24 @@ set -euo pipefail
 
 usage() {
 	cat <<'USAGE'
-usage: scripts/deps.sh [--check]
+usage: scripts/deps.sh [--check] [--blktests]
 Makes sure the Debian packages used to fetch, build, boot, test and benchmark
 the series are installed. As root, missing ones are installed with apt-get;
 otherwise the exact apt-get command is printed and the script exits 1.
-  --check   only report, never install (exit 1 when something is missing)
+  --check     only report, never install (exit 1 when something is missing)
+  --blktests  also what scripts/blktests.sh runs blktests with on this machine
 USAGE
 }
 
-check_only=0
-case "${1:-}" in
--h|--help) usage; exit 0 ;;
---check) check_only=1 ;;
-"") ;;
-*) usage >&2; exit 2 ;;
-esac
+check_only=0 blktests=0
+for a in "$@"; do
+	case "$a" in
+	-h|--help) usage; exit 0 ;;
+	--check) check_only=1 ;;
+	--blktests) blktests=1 ;;
+	*) usage >&2; exit 2 ;;
+	esac
+done
 
 pkgs=(
 	# fetch + build
@@ -33,6 +36,7 @@ pkgs=(
 	# benchmark output
 	gnuplot-nox jq python3-matplotlib
 )
+[ "$blktests" = 0 ] || pkgs+=(gawk udev pciutils xfsprogs)
 
 missing=()
 for p in "${pkgs[@]}"; do

@@ -45,6 +45,21 @@ build_diskmodel() {
 	make -s -C "$REPO/tools/testing/diskmodel" OUT="$(dirname "$DISKMODEL")" >&2
 }
 
+# ensure_tree: what every entry point needs before it builds, each step only
+# when it is missing: the Debian packages (scripts/deps.sh: installed as root,
+# otherwise the apt-get line is printed and this stops), the base tree
+# (scripts/fetch-base.sh) and the prepared tree (scripts/prepare-tree.sh).
+ensure_tree() {
+	"$REPO/scripts/deps.sh" >&2 || die "missing Debian packages (see above)"
+	[ -d "$TREE/.git" ] && return 0
+	if ! git -C "${LINUX_TREE:-$CACHE/base}" rev-parse -q --verify "$BASE_TAG" >/dev/null 2>&1; then
+		log "setup: no base tree yet: scripts/fetch-base.sh"
+		"$REPO/scripts/fetch-base.sh" >&2
+	fi
+	log "setup: no prepared tree yet: scripts/prepare-tree.sh"
+	"$REPO/scripts/prepare-tree.sh" >&2
+}
+
 # kmake ARGS: make in the prepared tree, out of tree, with ccache when present.
 kmake() { make -C "$TREE" O="$OBJ" CC="$(kcc)" -j"$(nproc)" "$@"; }
 

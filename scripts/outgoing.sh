@@ -15,7 +15,8 @@ test matrix, the W1 and goal tables of Documentation/bench/hdd7200/results.md
 (the 7200 rpm disk model); every mail gets
 To: (lists) and Cc: (maintainers) from the tree's scripts/get_maintainer.pl.
 --range-diff adds 'git range-diff' against an earlier version of the series
-(a commit range in $TREE) to the cover letter. Send with
+(a commit range in $TREE) to the cover letter, after the revision notes of
+Documentation/series-changes.md. Send with
 'git send-email outgoing/vN/*.patch' (try --dry-run first); CI never sends.
 --b4 also enrolls a scratch clone of the tree with 'b4 prep' (same cover
 letter, To/Cc from 'b4 prep --auto-to-cc') and writes the mails b4 would send
@@ -89,28 +90,35 @@ below about 10 MiB, and request size is adapted nowhere.
 
 This series:
 
- - 1-3 (linux-ide): AHCI takes 4 MiB PRD entries, so that LBA48 requests
-   of 32 MiB really form (ahci.large_prd=0 keeps 64 KiB entries). libata
-   reports the limit in force in the Block Limits VPD page. A kselftest
-   checks both.
- - 4-6 (linux-block): per-queue latency accounting. Queue time and device
+ - 1 (linux-block, for stable): rq->stats_sectors is 16 bits wide and
+   wraps at 32 MiB, which blk-iocost reads today; it can be applied on
+   its own.
+ - 2-4 (linux-ide): AHCI takes 4 MiB PRD entries on controllers tested
+   with them (only QEMU's ich9-ahci so far) or where libahci.large_prd=1
+   asks for them, so that LBA48 requests of 32 MiB really form; every
+   other controller keeps 64 KiB entries. libata reports the limit in
+   force in the Block Limits VPD page. A kselftest checks both, and that
+   libata.force's max_sec bounds every limit reported.
+ - 5-6 (linux-block): per-queue latency accounting. Queue time and device
    time and their sum, by operation and request size, in log-linear
-   histograms (error at most 12.5%), at most 8 KiB per CPU. Per-CPU and lock-free on completion, one queue-flag test
-   when off; nothing on the frozen-queue exit path allocates or waits.
-   Shown in debugfs and in a tracepoint, switched on in sysfs. KUnit and
-   a kselftest.
- - 7 (linux-block): rq_qos ->throttle may refuse a REQ_NOWAIT bio that
-   would have to wait; it then ends with BLK_STS_AGAIN, as when no tag
-   is free, and io_uring retries it from a worker. wbt, iolatency and
-   iocost never refuse.
+   histograms (error at most 12.5%), at most 8 KiB per CPU. Per-CPU and
+   lock-free on completion, one queue-flag test when off; nothing on the
+   frozen-queue exit path allocates or waits. Shown in debugfs and in a
+   tracepoint, switched on in sysfs. KUnit and a kselftest.
+ - 7 (linux-block): an rq_qos policy may refuse a REQ_NOWAIT bio that
+   would have to wait (->throttle_nowait); it then ends with
+   BLK_STS_AGAIN, as when no tag is free, and io_uring retries it from a
+   worker. At the first refusal no other policy sees the bio. wbt,
+   iolatency and iocost are unchanged.
  - 8 (linux-block): adaptive request size and depth caps, an rq_qos
    policy. Given a p99 target for small requests, it bounds the bytes of
    large requests in flight, learns the device's bandwidth and
    per-command time, and spends the budget as a size cap and a depth cap.
-   Small requests and journal I/O pass the large ones it holds back, and
-   it opens up gradually when nobody needs protection. KUnit (control
-   law against a device model) and a kselftest (null_blk and an emulated
-   SATA disk, with fio verify).
+   Small requests, journal, swap, reclaim and real-time I/O pass the
+   large requests it holds back, and it opens up gradually when nobody
+   needs protection. KUnit (control law against a device model) and a
+   kselftest (null_blk and emulated SATA disks, with fio verify). It does
+   not help writeback yet (see the benchmark notes).
 
 Tested in QEMU (x86_64, TCG) on AHCI ide-hd disks and null_blk: KUnit
 blk-lat ($(kcases blk-lat-test.c) cases) and blk-adapt ($(kcases blk-adapt-test.c) cases, the control law against
@@ -154,6 +162,10 @@ TEXT
 	echo "The base is $(git -C "$TREE" log -1 --format=%s "$BASE_TAG");"
 	echo "base-commit below names that tree, not a mainline commit."
 	echo "The series starts at $first."
+	echo
+	echo "Changes in this revision, and the history of the earlier ones:"
+	echo
+	sed -n '/^## /,$p' "$REPO/Documentation/series-changes.md"
 	if [ -n "$old" ]; then
 		echo
 		echo "Changes since the previous version (git range-diff):"

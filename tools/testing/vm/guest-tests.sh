@@ -57,6 +57,8 @@ for d in /sys/block/sd*; do
 	grep -q blkadapt "$d/device/vpd_pg80" 2>/dev/null && scratch+=("$(basename "$d")")
 done
 export ATA_SELFTEST_IO_DISKS="${scratch[*]}" ATA_SELFTEST_WRITE_DISKS="${scratch[*]}"
+# QEMU's ich9-ahci is on the ahci driver's list of controllers tested with 4 MiB S/G entries
+export ATA_SELFTEST_LARGE_PRD=1
 echo "guest-tests: scratch disks: ${scratch[*]}"
 if [ "$throttled" = 1 ]; then
 	export ADAPT_SELFTEST_DISKS="${scratch[*]}"
