@@ -25,7 +25,9 @@ tests=() throttled=0 faults=0 blktrace=0 limit=()
 while [ $# -gt 1 ]; do
 	case "$1" in
 	-t) tests+=(-t "$2"); shift 2 ;;
-	--throttled) throttled=1; shift ;;
+	# adapt.sh with a SATA disk runs about 230 s of fio, close to the
+	# kselftest default limit of 300 s: give it 600
+	--throttled) throttled=1; [ ${#limit[@]} -gt 0 ] || limit=(-o 600); shift ;;
 	# a debug kernel under emulation is slow: 20 minutes a test
 	--no-timing) export BLOCK_SELFTEST_NO_TIMING=1; limit=(-o 1200); shift ;;
 	--faults) faults=1; shift ;;
