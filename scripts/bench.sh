@@ -7,9 +7,10 @@ set -euo pipefail
 usage() {
 	cat <<USAGE
 usage: scripts/bench.sh [-p PROFILE] [-o DIR] [-q] [-k BZIMAGE] [-- LATBENCH OPTION...]
-Installs, fetches, prepares and builds what is missing (scripts/build.sh), boots it under QEMU with one 8 GiB
-disk of device profile PROFILE (default hdd; every profile of
-tools/testing/vm/run-vm.sh: hdd, ssd, hdd7200, hdd5400, sata-ssd, nvme-ssd)
+Installs, fetches, prepares and builds what is missing (scripts/build.sh),
+boots it under QEMU with one 8 GiB disk of device profile PROFILE (default
+hdd; every profile of tools/testing/vm/run-vm.sh: hdd, ssd, hdd7200,
+hdd5400, sata-ssd, nvme-ssd)
 and runs tools/testing/bench/latbench.sh there (every configuration,
 interleaved), with the controller's latency targets set by the profile:
 20, 50 and 100 ms on the disks, 1, 2 and 5 ms on the SSDs (latbench.sh -T

@@ -7,7 +7,8 @@ usage() {
 	cat <<USAGE
 usage: scripts/build.sh [--debug | --i386] [--config-only] [MAKE-TARGET...]
 Installs what is missing first (Debian packages, the base tree, the prepared
-tree: scripts/deps.sh, fetch-base.sh, prepare-tree.sh), then configures $OBJ from 'make tinyconfig' plus $LEAN_CONFIG
+tree: scripts/deps.sh, fetch-base.sh, prepare-tree.sh), then configures
+$OBJ from 'make tinyconfig' plus $LEAN_CONFIG
 (every option set there that the tree's Kconfig knows must survive
 olddefconfig, or the build stops; options the series adds are skipped on
 commits before the one that adds them), then runs make (default target:
