@@ -13,7 +13,9 @@ Runs every gate of the project in order and prints, last, one line
   3. apply the series with quilt and with git am; both must give one tree
   4. checkpatch.pl --strict on every patch; shellcheck on the harness
   5. build the nbdkit disk models and validate them host-side against their
-     profiles (tools/testing/diskmodel/validate.py)
+     profiles (tools/testing/diskmodel/validate.py); build the simulator
+     with the prepared tree's control law and check the law's properties on
+     the five profiles and part of the device grid (adaptsim check, KTAP)
   6. build after every patch, incrementally, and run the quality gates on
      the files it changes: W=1, sparse, kernel-doc (scripts/check-bisect.sh,
      scripts/check-gates.sh); build block/ and drivers/ata/ for i386
@@ -73,7 +75,7 @@ finish() {
 	stage "summary"
 	local files=("${extra[@]}" "$host")
 	# The base kernel's results are expected to fail: only the patched ones count.
-	for f in "$res"/diskmodel.ktap "$res"/bisect.ktap "$res"/patched/*.ktap "$res"/patched-64k/kselftest.ktap \
+	for f in "$res"/diskmodel.ktap "$res"/adaptsim.ktap "$res"/bisect.ktap "$res"/patched/*.ktap "$res"/patched-64k/kselftest.ktap \
 		"$res"/patched-hdd/kselftest.ktap "$res"/debug/*.ktap; do
 		[ -f "$f" ] && files+=("$f")
 	done
@@ -121,6 +123,13 @@ if gate "diskmodel: build the nbdkit filter" build_diskmodel; then
 	sed -n 's/^# /  /p; s/^not ok [0-9]* /  FAILED: /p' "$res/diskmodel.ktap"
 fi
 
+stage "simulator: the law of the prepared tree against the device models"
+# Before the bisect checks the tree out at other commits: the law is the tip's.
+if gate "adaptsim: build with block/blk-adapt-law.c of the prepared tree" build_adaptsim; then
+	"$ADAPTSIM" check >"$res/adaptsim.ktap" 2>"$res/logs/adaptsim.stderr" || true
+	grep -E '^(not ok|# )' "$res/adaptsim.ktap" | grep -v '^# g' || true
+fi
+
 stage "build after every patch (incremental), W=1, sparse, kernel-doc"
 base_img=$BUILD/bzImage-base
 "$REPO/scripts/check-bisect.sh" --save-base "$base_img" 2>"$res/logs/bisect.stderr" |
@@ -132,16 +141,18 @@ grep -q '^not ok' "$res/bisect.ktap" && { finish; exit 1; }
 stage "32-bit: the series' objects built for i386"
 # On i386 an 8-byte xchg() is a build error (__xchg_wrong_size() carries an
 # error attribute); a per-CPU operation of an unsupported size only leaves an
-# undefined __bad_size_call_parameter(): the objects must not reference it.
+# undefined __bad_size_call_parameter(), and a 64-bit division written with
+# '/' an undefined __udivdi3() (the kernel links no libgcc): the objects must
+# reference none of them.
 build_i386() {
 	local bad
 	"$REPO/scripts/build.sh" --i386 block/ drivers/ata/ || return 1
 	bad=$(nm -u "$I386_OBJ"/block/*.o "$I386_OBJ"/drivers/ata/*.o |
-		grep -E '_wrong_size|__bad_size_call_parameter' || true)
+		grep -E '_wrong_size|__bad_size_call_parameter|__u?(div|mod)di3' || true)
 	[ -z "$bad" ] || { echo "undefined on i386: $bad"; return 1; }
 	log "i386: $(find "$I386_OBJ/block" "$I386_OBJ/drivers/ata" -name '*.o' | wc -l) objects"
 }
-gate "build: block/ and drivers/ata/ for i386 (no 8-byte atomics)" build_i386 || true
+gate "build: block/ and drivers/ata/ for i386 (no 8-byte atomics or 64-bit divisions)" build_i386 || true
 
 stage "kselftests"
 gate "kselftest: build and install $KSELFTEST_TARGETS" "$REPO/scripts/build-kselftests.sh" || { finish; exit 1; }

@@ -21,6 +21,8 @@ I386_CONFIG=$REPO/tools/testing/vm/i386.config
 I386_OBJ=$BUILD/obj-i386
 # The nbdkit disk timing model (tools/testing/diskmodel), built by build_diskmodel.
 DISKMODEL=$BUILD/diskmodel/nbdkit-diskmodel-filter.so
+# The simulator (tools/testing/adaptsim), built from the prepared tree by build_adaptsim.
+ADAPTSIM=$BUILD/adaptsim/adaptsim
 T0=${T0:-$(date +%s)}
 export T0
 
@@ -43,6 +45,14 @@ build_diskmodel() {
 	[ -f /usr/include/nbdkit-filter.h ] || die "nbdkit-plugin-dev is not installed (scripts/deps.sh)"
 	mkdir -p "$(dirname "$DISKMODEL")"
 	make -s -C "$REPO/tools/testing/diskmodel" OUT="$(dirname "$DISKMODEL")" >&2
+}
+
+# build_adaptsim: build the simulator into $ADAPTSIM, with the control law
+# compiled from the prepared tree (block/blk-adapt-law.c).
+build_adaptsim() {
+	[ -f "$TREE/block/blk-adapt-law.c" ] || die "no $TREE/block/blk-adapt-law.c: run scripts/prepare-tree.sh"
+	mkdir -p "$(dirname "$ADAPTSIM")"
+	make -s -C "$REPO/tools/testing/adaptsim" KSRC="$TREE" OUT="$(dirname "$ADAPTSIM")" >&2
 }
 
 # ensure_tree: what every entry point needs before it builds, each step only

@@ -3,7 +3,8 @@
 
 usage: ktap_summary.py FILE... -- prints one line per failed or skipped test and
 the totals line "N passed, N failed, N skipped"; exits 1 when a test failed or
-when a file holds no result at all.
+when a file holds no result at all. A failed result marked "# TODO" (TAP's
+expected failure) counts as skipped and is listed.
 
 Nesting is read from the two conventions in use: kselftest's runner prefixes a
 test program's own output with "# ", KUnit indents subtests by four spaces. A
@@ -54,6 +55,10 @@ def summarize(path):
         if directive.upper().startswith('SKIP'):
             counts['skip'] += 1
             notes.append(f'SKIP {name}: {directive[4:].strip()}')
+        elif directive.upper().startswith('TODO') and not ok:
+            # TAP's expected failure: neither passed nor failed, and said
+            counts['skip'] += 1
+            notes.append(f'TODO {name}: {directive[4:].strip()}')
         elif ok or directive.upper().startswith('XFAIL'):
             counts['pass'] += 1
         else:
