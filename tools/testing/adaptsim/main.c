@@ -34,7 +34,6 @@ static const unsigned int oracle_qd[NR_QD] = { 1, 2, 4 };
 static unsigned int jobs = 2;
 static uint64_t seed = 1;
 static uint64_t seconds = 520;		/* 10,000 prober reads after the ramp */
-static uint64_t grid_seconds = 200;
 static unsigned int grid_n = 120;
 
 /* ---- devices --------------------------------------------------------- */
@@ -178,37 +177,38 @@ struct item {
 /* Run the items in @jobs processes; results land in the shared array. */
 static int run_items(struct item *items, size_t n)
 {
-	struct item *sh = mmap(NULL, n * sizeof(*items) + 1, PROT_READ | PROT_WRITE,
-			       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	unsigned int j, bad = 0;
-	size_t i;
+	size_t len = n * sizeof(*items), i;
+	struct item *sh = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+			       -1, 0);
+	unsigned int j, started, bad = 0;
 
 	if (sh == MAP_FAILED) {
 		perror("adaptsim: mmap");
 		return -1;
 	}
-	memcpy(sh, items, n * sizeof(*items));
-	for (j = 0; j < jobs; j++) {
+	memcpy(sh, items, len);
+	for (started = 0; started < jobs; started++) {
 		pid_t pid = fork();
 
 		if (pid < 0) {
 			perror("adaptsim: fork");
-			return -1;
+			bad++;
+			break;
 		}
 		if (!pid) {
-			for (i = j; i < n; i += jobs)
+			for (i = started; i < n; i += jobs)
 				sh[i].rc = sim_run(sh[i].dev, &sh[i].cfg, &sh[i].res);
 			_exit(0);
 		}
 	}
-	for (j = 0; j < jobs; j++) {
+	for (j = 0; j < started; j++) {
 		int st;
 
 		if (wait(&st) < 0 || !WIFEXITED(st) || WEXITSTATUS(st))
 			bad++;
 	}
-	memcpy(items, sh, n * sizeof(*items));
-	munmap(sh, n * sizeof(*items) + 1);
+	memcpy(items, sh, len);
+	munmap(sh, len);
 	for (i = 0; i < n; i++)
 		if (items[i].rc)
 			bad++;
@@ -229,8 +229,10 @@ static uint64_t run_seed(const struct sim_dev *dev, enum sim_wl wl)
 static struct sim_cfg cfg_of(const struct sim_dev *dev, enum sim_wl wl, unsigned int t_us,
 			     uint64_t bs, unsigned int qd, uint64_t secs)
 {
+	/* W7's prober is idle half the time: twice the seconds for as many reads */
 	return (struct sim_cfg){ .wl = wl, .target_us = t_us, .bs = bs, .sqd = qd,
-				 .seconds = secs, .seed = run_seed(dev, wl) };
+				 .seconds = wl == WL_W7 ? 2 * secs : secs,
+				 .seed = run_seed(dev, wl) };
 }
 
 /* ---- goal tables ----------------------------------------------------- */
@@ -332,12 +334,61 @@ static void json_items(const char *path, const struct item *it, size_t n)
 	fclose(f);
 }
 
-static const enum sim_wl table_wls[] = { WL_W1, WL_W1P, WL_W1S, WL_W7 };
+static const enum sim_wl table_wls[] = { WL_W1, WL_W1P, WL_W1S, WL_W1PS, WL_W7 };
 #define NR_TABLE_WLS (sizeof(table_wls) / sizeof(table_wls[0]))
+
+/*
+ * Writes on the two disk models under both destage policies of their write
+ * cache: W2d (a direct write stream) and W2 (writeback), the controller off
+ * and at each target. A report: the law does not yet act on writes.
+ */
+static int writes_table(void)
+{
+	static const enum sim_wl wls[] = { WL_W2D, WL_W2 };
+	struct sim_dev devs[4];
+	struct item it[4 * 2 * 4];
+	size_t d, w, t;
+
+	for (d = 0; d < 4; d++) {
+		devs[d] = profiles[1 + d / 2];
+		devs[d].dm.wc_policy = d % 2 ? DM_WC_READS_FIRST : DM_WC_FCFS;
+		for (w = 0; w < 2; w++)
+			for (t = 0; t < 4; t++)
+				it[(d * 2 + w) * 4 + t] = (struct item){ &devs[d],
+					cfg_of(&devs[d], wls[w], t < 3 ? devs[d].targets_us[t] : 0,
+					       CTL_BS, CTL_QD, seconds) };
+	}
+	if (run_items(it, sizeof(it) / sizeof(it[0])))
+		return 1;
+	printf("\n### Writes: W2d and W2 under both destage policies\n\n");
+	printf("| profile | destage | load | off: p99 ms / MB/s | 20 ms | 50 ms | 100 ms |\n");
+	printf("|---|---|---|---|---|---|---|\n");
+	for (d = 0; d < 4; d++)
+		for (w = 0; w < 2; w++) {
+			const struct item *r = &it[(d * 2 + w) * 4];
+
+			printf("| %s | %s | %s | %.1f / %.1f |", devs[d].name,
+			       d % 2 ? "reads first" : "first come", sim_wl_name[wls[w]],
+			       r[3].res.p99_ms, r[3].res.stream_mbs);
+			for (t = 0; t < 3; t++)
+				printf(" %.1f / %.1f |", r[t].res.p99_ms, r[t].res.stream_mbs);
+			printf("\n");
+		}
+	return 0;
+}
+
+/*
+ * The QEMU benchmark's own procedure, for the side-by-side: W1 runs of its
+ * length (a 2 s ramp, then 10 s: about 200 prober reads), BENCH_RUNS seeds
+ * each, so that its single runs can be set against a median and a range.
+ */
+#define BENCH_SECONDS 12
+#define BENCH_RUNS 10
 
 static int cmd_table(const char *json)
 {
-	size_t n = NR_PROFILES * NR_TABLE_WLS * PER_SET, p, w;
+	size_t nl = NR_PROFILES * NR_TABLE_WLS * PER_SET, p, w, k, i;
+	size_t n = nl + NR_PROFILES * BENCH_RUNS * PER_SET;
 	struct item *it = calloc(n, sizeof(*it));
 	char buf[32];
 	unsigned int t;
@@ -348,6 +399,14 @@ static int cmd_table(const char *json)
 		for (w = 0; w < NR_TABLE_WLS; w++)
 			add_set(&it[(p * NR_TABLE_WLS + w) * PER_SET], &profiles[p],
 				table_wls[w], seconds);
+	for (p = 0; p < NR_PROFILES; p++)
+		for (k = 0; k < BENCH_RUNS; k++) {
+			struct item *set = &it[nl + (p * BENCH_RUNS + k) * PER_SET];
+
+			add_set(set, &profiles[p], WL_W1, BENCH_SECONDS);
+			for (i = 0; i < PER_SET; i++)
+				set[i].cfg.seed += k * 7919;
+		}
 	if (run_items(it, n))
 		return 1;
 	for (w = 0; w < NR_TABLE_WLS; w++) {
@@ -379,7 +438,7 @@ static int cmd_table(const char *json)
 	}
 	json_items(json, it, n);
 	free(it);
-	return 0;
+	return writes_table();
 }
 
 /* ---- the grid -------------------------------------------------------- */
@@ -417,13 +476,13 @@ static int cmd_grid(const char *json)
 		return 1;
 	for (i = 0; i < grid_n; i++) {
 		grid_dev(&devs[i], i, seed);
-		add_set(&it[i * PER_SET], &devs[i], WL_W1, grid_seconds);
+		add_set(&it[i * PER_SET], &devs[i], WL_W1, seconds);
 	}
 	if (run_items(it, n))
 		return 1;
 	printf("grid: %u devices (seed %llu), W1, %llu s runs; goal: p99 <= %.1f T and "
 	       "MB/s >= %.1f x the best oracle point meeting T\n\n", grid_n,
-	       (unsigned long long)seed, (unsigned long long)grid_seconds, GOAL_P99, GOAL_MBS);
+	       (unsigned long long)seed, (unsigned long long)seconds, GOAL_P99, GOAL_MBS);
 	printf("| target | pairs | reachable | goal met | share | median MB/s ratio | worst MB/s ratio | median p99 / T | worst p99 / T |\n");
 	printf("|---|---|---|---|---|---|---|---|---|\n");
 	for (t = 0; t < 3; t++) {
@@ -481,7 +540,7 @@ static int cmd_grid(const char *json)
 
 #define CHECK_SECONDS 300
 #define CHECK_GRID 20
-#define CONVERGE_WINDOWS 10	/* windows from the ceiling to within 5/4 of the aim */
+#define CONVERGE_WINDOWS 10	/* windows from the ceiling to 3 in a row within 5/4 T */
 #define OSC_MAX 4.0		/* budget p90 / p10 over the second half of a run */
 #define LONE_MIN 0.99		/* a lone stream keeps this share of its throughput */
 
@@ -495,12 +554,15 @@ static unsigned int ktap_n, ktap_failed;
 static const struct { const char *dev; unsigned int target_us; const char *what; } known[] = {
 	/*
 	 * probes grow the budget far past the 32 MiB the stream can have in
-	 * flight while windows stay under T (to 100 MiB on g055), then one
-	 * window over T drops it to the model's budget (3.5 MiB on g055)
+	 * flight while windows stay under T (to the 1 GiB ceiling on g031 and
+	 * g115), then one window over T drops it to the model's budget (3.6
+	 * and 4.1 MiB there)
 	 */
 	{ "hdd", 100000, "oscillation" },
 	{ "g001-hdd7200-s7.0-194M-wc128f", 100000, "oscillation" },
+	{ "g031-hdd7200-s9.0-139M-wc256f", 100000, "oscillation" },
 	{ "g055-hdd5900-s11.8-142M-wc64r", 100000, "oscillation" },
+	{ "g115-hdd5900-s10.2-173M-wc0r", 100000, "oscillation" },
 };
 
 static bool known_miss(const char *dev, unsigned int target_us, const char *what)
@@ -555,12 +617,12 @@ static void check_osc(const struct item *set, bool profile, unsigned int *bad)
 		bool ok = c->res.osc_ratio <= OSC_MAX;
 		bool todo = known_miss(name, c->cfg.target_us, "oscillation");
 
+		if (profile || todo || !ok)
+			printf("# %s %g ms: usable budget p90/p10 %.2f\n", name,
+			       c->cfg.target_us / 1000.0, c->res.osc_ratio);
 		if (profile || todo)
-			ktap_todo(ok, todo, "%s %g ms: bounded oscillation: usable budget p90/p10 %.2f, at most %.0f",
-				  name, c->cfg.target_us / 1000.0, c->res.osc_ratio, OSC_MAX);
-		else if (!ok)
-			printf("# %s %g ms: usable budget p90/p10 %.2f, over %.0f\n", name,
-			       c->cfg.target_us / 1000.0, c->res.osc_ratio, OSC_MAX);
+			ktap_todo(ok, todo, "%s %g ms: bounded oscillation: usable budget p90/p10 at most %.0f",
+				  name, c->cfg.target_us / 1000.0, OSC_MAX);
 		*bad += !ok && !profile && !todo;
 	}
 }
@@ -593,34 +655,87 @@ static void check_dev(const struct item *set, bool profile, unsigned int *faults
 	for (t = 0; t < 3; t++) {
 		const struct item *c = &set[NR_ORACLE + t];
 		double t_ms = c->cfg.target_us / 1000.0;
+		const char *skip = NULL;
 
-		if (best_oracle(set, t_ms) < 0) {
-			ktap(true, "%s %g ms: from the ceiling to within 5/4 of the aim within %u windows # SKIP no oracle point meets the target",
-			     name, t_ms, CONVERGE_WINDOWS);
+		if (best_oracle(set, t_ms) < 0)
+			skip = "no oracle point meets the target";
+		else if (set[NR_ORACLE + 3].res.p99_ms <= t_ms)
+			skip = "the stream uncapped meets the target";
+		printf("# %s %g ms: converged at window %u\n", name, t_ms, c->res.converge_windows);
+		if (skip) {
+			ktap(true, "%s %g ms: from the ceiling to within 5/4 T in at most %u windows # SKIP %s",
+			     name, t_ms, CONVERGE_WINDOWS, skip);
 			continue;
 		}
 		ktap(c->res.converge_windows && c->res.converge_windows <= CONVERGE_WINDOWS,
-		     "%s %g ms: from the ceiling to within 5/4 of the aim within %u windows (step %u)",
-		     name, t_ms, CONVERGE_WINDOWS, c->res.converge_windows);
+		     "%s %g ms: from the ceiling to within 5/4 T in at most %u windows",
+		     name, t_ms, CONVERGE_WINDOWS);
 	}
+}
+
+/*
+ * A disk model with a write in its cache and nothing else to do destages
+ * within a second and is idle after it, under either destage policy (an
+ * event that changed nothing once made the HDD model spin forever there).
+ * In a child process, which an alarm ends if the model hangs.
+ */
+static void noop_done(struct dm_req *r, void *ctx)
+{
+}
+
+static bool destages_when_idle(const char *profile, double wc_policy)
+{
+	struct dm_params p = *dm_profile(profile);
+	pid_t pid;
+	int st;
+
+	p.wc_policy = wc_policy;
+	pid = fork();
+	if (pid < 0)
+		return false;
+	if (!pid) {
+		struct dm_req w = { .lba = 1000, .n = 8, .write = true };
+		struct dm_req r = { .lba = 5000000, .n = 8 };
+		char err[256];
+		struct dm_disk *d = dm_new(&p, 16ULL << 20, noop_done, NULL, err, sizeof(err));
+
+		alarm(10);
+		if (!d)
+			_exit(2);
+		dm_submit(d, &w, SEC);
+		dm_advance(d, 2 * SEC);
+		if (!w.done_at || dm_next(d) != UINT64_MAX)
+			_exit(1);
+		dm_submit(d, &r, 3 * SEC);
+		dm_advance(d, 4 * SEC);
+		_exit(r.done_at && dm_next(d) == UINT64_MAX ? 0 : 1);
+	}
+	return waitpid(pid, &st, 0) == pid && WIFEXITED(st) && !WEXITSTATUS(st);
 }
 
 static int cmd_check(void)
 {
 	size_t np = NR_PROFILES * PER_CHECK, n = np + CHECK_GRID * PER_CHECK, i;
-	struct item *it = calloc(n, sizeof(*it)), again[2];
+	struct item *it = calloc(n, sizeof(*it)), again[2 * PER_CHECK];
 	struct sim_dev *devs = calloc(CHECK_GRID, sizeof(*devs));
 	unsigned int faults = 0, osc_bad = 0, lone_bad = 0;
+	bool same;
 
 	if (!it || !devs)
 		return 1;
 	printf("KTAP version 1\n");
+	for (i = 0; i < 2; i++) {
+		const char *hdd = i ? "hdd5400" : "hdd7200";
+
+		ktap(destages_when_idle(hdd, DM_WC_FCFS) && destages_when_idle(hdd, DM_WC_READS_FIRST),
+		     "%s model: a cached write destages when the disk is idle, either policy", hdd);
+	}
 	for (i = 0; i < NR_PROFILES; i++)
 		add_check(&it[i * PER_CHECK], &profiles[i], CHECK_SECONDS);
 	for (i = 0; i < CHECK_GRID; i++) {
 		/* every sixth device of the grid: every kind and both destage policies */
 		grid_dev(&devs[i], i * 6 + 1, seed);
-		add_check(&it[np + i * PER_CHECK], &devs[i], grid_seconds);
+		add_check(&it[np + i * PER_CHECK], &devs[i], CHECK_SECONDS);
 	}
 	if (run_items(it, n)) {
 		printf("not ok 1 the runs\n");
@@ -635,15 +750,20 @@ static int cmd_check(void)
 	     CHECK_GRID, osc_bad, OSC_MAX);
 	ktap(!lone_bad, "grid (%u devices): a lone stream keeps at least %.2f of its throughput (%u below)",
 	     CHECK_GRID, LONE_MIN, lone_bad);
-	/* the same seed gives the same figures, whatever process ran them */
-	again[0] = it[NR_ORACLE + 1];
-	again[1] = it[np + NR_ORACLE];
+	/*
+	 * The same seed gives the same figures, whatever process ran them:
+	 * every run of the first profile and of the first grid device again,
+	 * in this process one after the other.
+	 */
+	memcpy(again, it, PER_CHECK * sizeof(*it));
+	memcpy(again + PER_CHECK, it + np, PER_CHECK * sizeof(*it));
 	jobs = 1;
-	if (run_items(again, 2))
-		return 1;
-	ktap(!memcmp(&again[0].res, &it[NR_ORACLE + 1].res, sizeof(again[0].res)) &&
-	     !memcmp(&again[1].res, &it[np + NR_ORACLE].res, sizeof(again[1].res)),
-	     "the same seed gives the same figures");
+	same = !run_items(again, 2 * PER_CHECK);
+	for (i = 0; same && i < PER_CHECK; i++)
+		same = !memcmp(&again[i].res, &it[i].res, sizeof(it[i].res)) &&
+		       !memcmp(&again[PER_CHECK + i].res, &it[np + i].res, sizeof(it[i].res));
+	ktap(same, "the same seed gives the same figures (%s and %s, %u runs)",
+	     profiles[0].name, devs[0].name, 2 * PER_CHECK);
 	printf("1..%u\n", ktap_n);
 	free(it);
 	free(devs);
@@ -693,15 +813,17 @@ static void usage(FILE *f)
 "through a model of the block layer, in simulated time.\n"
 "  run    one run; prints the prober's p50/p99/p99.9/max and the stream's MB/s;\n"
 "         -o FILE writes the law's steps in the block_adapt_step tracepoint's format\n"
-"  table  the goal tables of the benchmark's five profiles (W1, W1p, W1s, W7):\n"
-"         the controller at each target against the oracle sweep (bs x QD)\n"
+"  table  the goal tables of the benchmark's five profiles (W1, W1p, W1s, W1ps,\n"
+"         W7): the controller at each target against the oracle sweep (bs x QD);\n"
+"         W1 also in runs of the benchmark's length (10 seeds); writes (W2d, W2)\n"
+"         on the disk models under both destage policies\n"
 "  grid   the same for W1 on a grid of devices drawn from datasheet ranges\n"
 "  check  the law's properties on the profiles and part of the grid, as KTAP\n"
 "devices: hdd, hdd7200, hdd5400, sata-ssd, nvme-ssd, or gN (grid device N)\n"
-"loads: W1 W1p W1s W2d W2 W3 W7 W8 W9 (Documentation/simulator.md)\n"
+"loads: W1 W1p W1s W1ps W2d W2 W3 W7 W8 W9 (Documentation/simulator.md)\n"
 "options:\n"
 "  -j N          processes (default 2)      --seed N      the seed (default 1)\n"
-"  -s SECONDS    simulated seconds per run (default 520; grid: --grid-seconds, 200)\n"
+"  -s SECONDS    simulated seconds per run (default 520: 10,000 prober reads; W7 twice)\n"
 "  -n N          grid devices (default 120)\n"
 "  -t MS         run: the target (default: off)   -b BS, -q QD: the stream (8M, 4)\n"
 "  -P KEY=V      run: a device model parameter, as the nbdkit filter takes it\n"
@@ -728,11 +850,12 @@ int main(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "help", no_argument, NULL, 'h' }, { "seed", required_argument, NULL, 'S' },
 		{ "json", required_argument, NULL, 'J' },
-		{ "grid-seconds", required_argument, NULL, 'G' }, { NULL, 0, NULL, 0 },
+		{ NULL, 0, NULL, 0 },
 	};
 	const char *devname = NULL, *wlname = "W1", *json = NULL, *trace = NULL;
 	const char *params[16];
 	unsigned int nparams = 0;
+	char *end;
 	double t_ms = 0;
 	uint64_t bs = CTL_BS;
 	unsigned int qd = CTL_QD;
@@ -744,7 +867,6 @@ int main(int argc, char **argv)
 		case 'h': usage(stdout); return 0;
 		case 'j': jobs = parse_num(optarg, "-j", 1, 64); break;
 		case 's': seconds = parse_num(optarg, "-s", 5, 100000); break;
-		case 'G': grid_seconds = parse_num(optarg, "--grid-seconds", 5, 100000); break;
 		case 'n': grid_n = parse_num(optarg, "-n", 1, 10000); break;
 		case 'S': seed = parse_num(optarg, "--seed", 0, ~0UL); break;
 		case 'J': json = optarg; break;
@@ -752,9 +874,9 @@ int main(int argc, char **argv)
 		case 'w': wlname = optarg; break;
 		case 'o': trace = optarg; break;
 		case 't':
-			t_ms = strtod(optarg, NULL);
-			if (!(t_ms > 0 && t_ms <= BLK_ADAPT_MAX_LAT_US / 1000)) {
-				fprintf(stderr, "adaptsim: -t must be a target in ms, 0 < MS <= %llu\n",
+			t_ms = strtod(optarg, &end);
+			if (end == optarg || *end || !(t_ms >= 0.001 && t_ms <= BLK_ADAPT_MAX_LAT_US / 1000)) {
+				fprintf(stderr, "adaptsim: -t must be a target in ms, 0.001 <= MS <= %llu\n",
 					BLK_ADAPT_MAX_LAT_US / 1000);
 				return 2;
 			}
@@ -813,7 +935,7 @@ int main(int argc, char **argv)
 			memcpy(key, params[i], eq - params[i]);
 			key[eq - params[i]] = 0;
 			if (dm_set_param(&dev->dm, key, v)) {
-				fprintf(stderr, "adaptsim: -P %s: not a parameter of the device model\n",
+				fprintf(stderr, "adaptsim: -P %s: not a parameter of this device's model\n",
 					params[i]);
 				return 2;
 			}
@@ -824,7 +946,7 @@ int main(int argc, char **argv)
 			fprintf(stderr, "adaptsim: unknown load '%s'\n", wlname);
 			return 2;
 		}
-		it = (struct item){ dev, cfg_of(dev, w, (unsigned int)(t_ms * 1000), bs, qd, seconds) };
+		it = (struct item){ dev, cfg_of(dev, w, (unsigned int)lround(t_ms * 1000), bs, qd, seconds) };
 		if (trace) {
 			it.cfg.trace = fopen(trace, "w");
 			if (!it.cfg.trace) {

@@ -22,7 +22,7 @@
  *    quiet spell, rolled every second while requests complete; per window
  *    the small requests' total and device times (blk-lat-hist.h buckets),
  *    large requests, bytes; busy time and peak of large requests in flight
- *    as blk-adapt.c keeps them; the stale-state gap of blk_adapt_window_fn().
+ *    as blk-adapt.c keeps them, and the time since the window before.
  * Not modelled: CPU time (TCG's cost per request), plugging across tasks,
  * timer granularity (windows are exactly one second).
  */
@@ -45,9 +45,11 @@
 #define WB_QUEUED 64			/* writeback bios kept in flight (nr_requests) */
 #define WRITES_STARVED 32		/* mq-deadline: 2 batches of 16 */
 #define MIN_KB_DEF (256 * KIB)		/* adapt_min_sectors_kb's default */
+#define CONVERGE_RUN 3			/* windows in a row that make convergence */
 
 const char *const sim_wl_name[WL_NR] = {
-	[WL_W1] = "W1", [WL_W1P] = "W1p", [WL_W1S] = "W1s", [WL_W2D] = "W2d",
+	[WL_W1] = "W1", [WL_W1P] = "W1p", [WL_W1S] = "W1s", [WL_W1PS] = "W1ps",
+	[WL_W2D] = "W2d",
 	[WL_W2] = "W2", [WL_W3] = "W3", [WL_W7] = "W7", [WL_W8] = "W8", [WL_W9] = "W9",
 };
 
@@ -84,6 +86,8 @@ struct task {
 	unsigned int qd, inflight;	/* bios */
 	struct bio *queue, **tail;	/* bios to submit, in order */
 	bool blocked;			/* in the throttle or the tag wait */
+	bool has_tag;			/* a freed tag was handed to it while it waited */
+	uint64_t tag_since;		/* when its piece began to wait for a tag, 0: not */
 	bool piece_has_slot;		/* the blocked piece already has its slot */
 	bool on;			/* the workload wants it running */
 	uint64_t next_at;		/* prober: the next read's slot */
@@ -165,6 +169,8 @@ struct sim {
 	uint64_t cap;			/* q->adapt_max_sectors in bytes, 0: none */
 	unsigned int depth, inflight, peak;
 	uint64_t busy_ns, busy_start, last_window;
+	unsigned int conv_run;		/* windows in a row within 5/4 T */
+	uint64_t conv_from;		/* the first of them */
 	struct task *twait, **twait_tail;	/* throttle waiters */
 	/* blk-lat */
 	struct acct acc;
@@ -311,11 +317,8 @@ static void law_step(struct sim *s, uint64_t window_ns)
 	struct blk_adapt_window w;
 	struct acct *a = &s->acc;
 	struct sim_res *res = s->res;
-	uint64_t aim;
 
-	/* blk_adapt_window_fn(): forget after a gap of more than BLK_ADAPT_IDLE windows */
-	if (s->now > s->last_window + BLK_ADAPT_IDLE * window_ns + SEC)
-		blk_adapt_forget(&s->st, &s->pend);
+	in.gap_ns = s->now - s->last_window;
 	s->last_window = s->now;
 
 	in.large = a->large;
@@ -331,7 +334,6 @@ static void law_step(struct sim *s, uint64_t window_ns)
 	in.peak = s->peak;
 	s->peak = s->inflight;
 
-	aim = blk_adapt_aim(s->st.floor_lat_ns, s->lim.target_ns);
 	blk_adapt_window_step(&s->st, &s->pend, &s->lim, &in, &w);
 	s->cap = s->st.cap_bytes < s->lim.max_bytes ? s->st.cap_bytes : 0;
 	s->depth = s->st.depth;
@@ -339,8 +341,17 @@ static void law_step(struct sim *s, uint64_t window_ns)
 	trace_step(s, &w);
 
 	res->steps++;
-	if (!res->converge_windows && w.small && w.small_lat_ns <= aim + aim / 4)
-		res->converge_windows = res->steps;
+	/* converged: the first of CONVERGE_RUN windows in a row with p99 <= 5/4 T */
+	if (!res->converge_windows && w.small) {
+		uint64_t t = s->lim.target_ns;
+
+		if (w.small_lat_ns > t + t / 4)
+			s->conv_run = 0;
+		else if (!s->conv_run++)
+			s->conv_from = res->steps;
+		if (s->conv_run == CONVERGE_RUN)
+			res->converge_windows = s->conv_from;
+	}
 	if (res->steps == 1 || s->st.budget < res->budget_min)
 		res->budget_min = s->st.budget;
 	if (s->st.budget > res->budget_max)
@@ -486,6 +497,8 @@ static void dispatch(struct sim *s)
 
 static void bio_done(struct sim *s, struct bio *b);
 
+static void tag_put(struct sim *s);
+
 static void rq_done(struct sim *s, struct rq *rq)
 {
 	unsigned int i, be = s->dev->backend ? s->dev->backend : s->dev->qd;
@@ -506,15 +519,7 @@ static void rq_done(struct sim *s, struct rq *rq)
 	account(s, rq);
 	if (rq->counted)
 		release_slot(s);
-	s->sched_used--;
-	if (s->tagwait) {
-		struct task *tk = s->tagwait;
-
-		s->tagwait = tk->wnext;
-		if (!s->tagwait)
-			s->tagwait_tail = &s->tagwait;
-		push(s, s->now, EV_RESUME, tk);
-	}
+	tag_put(s);
 	for (i = 0; i < rq->nbios; i++) {
 		struct bio *b = rq->bios[i];
 
@@ -534,9 +539,28 @@ static uint64_t split_limit(const struct sim *s, const struct task *tk)
 
 	if (s->cap && s->cap < lim)
 		lim = s->cap;
-	if (s->cfg->wl == WL_W1P && tk->kind == T_STREAM && s->dev->piece_bytes < lim)
+	if ((s->cfg->wl == WL_W1P || s->cfg->wl == WL_W1PS) && tk->kind == T_STREAM && s->dev->piece_bytes < lim)
 		lim = s->dev->piece_bytes;
 	return lim;
+}
+
+/*
+ * A freed scheduler tag goes to the first task waiting for one, which is
+ * woken with it (sbitmap's wake-up, without another task taking it first).
+ */
+static void tag_put(struct sim *s)
+{
+	struct task *tk = s->tagwait;
+
+	if (!tk) {
+		s->sched_used--;
+		return;
+	}
+	s->tagwait = tk->wnext;
+	if (!s->tagwait)
+		s->tagwait_tail = &s->tagwait;
+	tk->has_tag = true;
+	push(s, s->now, EV_RESUME, tk);
 }
 
 /* A back merge of the piece into the task's last queued request. */
@@ -575,11 +599,22 @@ static void task_run(struct sim *s, struct task *tk)
 		if (len > lim)
 			len = lim;
 		large = len > SMALL_BYTES;
-		if (!tk->piece_has_slot && try_merge(s, tk, b, off, len, lim))
+		if (!tk->piece_has_slot && try_merge(s, tk, b, off, len, lim)) {
+			if (tk->has_tag) {
+				tk->has_tag = false;
+				tk->tag_since = 0;
+				tag_put(s);
+			}
 			goto advance;
+		}
 		if (large && s->on && !tk->piece_has_slot) {
 			/* rq_qos_wait(): FIFO behind sleepers, else a slot below the cap */
 			if (s->twait || s->inflight >= s->depth) {
+				if (tk->has_tag) {	/* the cap fell while it waited */
+					tk->has_tag = false;
+					tk->tag_since = 0;
+					tag_put(s);
+				}
 				tk->blocked = true;
 				tk->wnext = NULL;
 				*s->twait_tail = tk;
@@ -589,20 +624,27 @@ static void task_run(struct sim *s, struct task *tk)
 			busy_take_slot(s);
 			tk->piece_has_slot = true;
 		}
-		if (s->sched_used >= s->nr_requests) {
-			tk->blocked = true;
-			tk->wnext = NULL;
-			*s->tagwait_tail = tk;
-			s->tagwait_tail = &tk->wnext;
-			return;
+		if (!tk->has_tag) {
+			if (s->sched_used >= s->nr_requests) {
+				/* blk-lat's queue time starts before the tag wait */
+				if (!tk->tag_since)
+					tk->tag_since = s->now;
+				tk->blocked = true;
+				tk->wnext = NULL;
+				*s->tagwait_tail = tk;
+				s->tagwait_tail = &tk->wnext;
+				return;
+			}
+			s->sched_used++;
 		}
-		s->sched_used++;
+		tk->has_tag = false;
 		rq = pool_get(&s->rqs);
 		rq->off = off;
 		rq->bytes = len;
 		rq->write = b->write;
 		rq->counted = large && s->on;
-		rq->t_alloc = s->now;
+		rq->t_alloc = tk->tag_since ? tk->tag_since : s->now;
+		tk->tag_since = 0;
 		rq->bios[rq->nbios++] = b;
 		rq->owner = tk;
 		b->pieces++;
@@ -761,7 +803,7 @@ static void setup_workload(struct sim *s)
 	for (unsigned int i = 0; i < s->ntasks; i++)
 		if (s->tasks[i].kind != T_PROBER)
 			s->demand += s->tasks[i].bs * s->tasks[i].qd;
-	s->measure_from = c->wl == WL_W1S ? 0 : RAMP;
+	s->measure_from = c->wl == WL_W1S || c->wl == WL_W1PS ? 0 : RAMP;
 	for (unsigned int i = 0; i < s->ntasks; i++) {
 		st = &s->tasks[i];
 		if (st->kind == T_PROBER) {
@@ -793,14 +835,25 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* The value at rank ceil(n * q) of the sorted samples, as fio's percentiles. */
-static double quantile(const double *v, size_t n, double q)
+/* The value at rank ceil(n * permille / 1000) of the sorted samples, as fio's. */
+static double quantile(const double *v, size_t n, unsigned int permille)
 {
-	size_t k = (size_t)ceil(n * q);
+	size_t k = (n * permille + 999) / 1000;
 
 	if (!n)
 		return 0;
 	return v[k ? k - 1 : 0];
+}
+
+/* The prober's figures from its latencies (sorted here). */
+static void lat_results(struct sim_res *r, double *lat, size_t n)
+{
+	qsort(lat, n, sizeof(*lat), cmp_double);
+	r->reads = n;
+	r->p50_ms = quantile(lat, n, 500);
+	r->p99_ms = quantile(lat, n, 990);
+	r->p999_ms = quantile(lat, n, 999);
+	r->max_ms = n ? lat[n - 1] : 0;
 }
 
 static void results(struct sim *s)
@@ -808,12 +861,7 @@ static void results(struct sim *s)
 	struct sim_res *r = s->res;
 	double secs = (s->end - s->measure_from) / 1e9;
 
-	qsort(s->lat, s->nlat, sizeof(*s->lat), cmp_double);
-	r->reads = s->nlat;
-	r->p50_ms = quantile(s->lat, s->nlat, 0.5);
-	r->p99_ms = quantile(s->lat, s->nlat, 0.99);
-	r->p999_ms = quantile(s->lat, s->nlat, 0.999);
-	r->max_ms = s->nlat ? s->lat[s->nlat - 1] : 0;
+	lat_results(r, s->lat, s->nlat);
 	r->stream_mbs = s->stream_bytes / secs / 1e6;
 	r->sim_seconds = s->end / 1e9;
 	r->floor_bytes = s->lim.min_bytes;
@@ -832,7 +880,9 @@ static void results(struct sim *s)
 	}
 }
 
-int sim_run(const struct sim_dev *dev, const struct sim_cfg *cfg, struct sim_res *res)
+/* One run; with @keep, its prober latencies are appended there. */
+static int run_once(const struct sim_dev *dev, const struct sim_cfg *cfg, struct sim_res *res,
+		    struct sim_lat *keep)
 {
 	struct sim s = { .dev = dev, .cfg = cfg, .res = res, .parked = true,
 			 .rqs.size = sizeof(struct rq), .bios.size = sizeof(struct bio) };
@@ -911,7 +961,57 @@ int sim_run(const struct sim_dev *dev, const struct sim_cfg *cfg, struct sim_res
 	pool_destroy(&s.bios);
 	dm_free(s.disk);
 	free(s.heap);
+	if (keep && s.nlat) {
+		keep->v = realloc(keep->v, (keep->n + s.nlat) * sizeof(*keep->v));
+		if (!keep->v)
+			abort();
+		memcpy(keep->v + keep->n, s.lat, s.nlat * sizeof(*s.lat));
+		keep->n += s.nlat;
+	}
 	free(s.lat);
 	free(s.budgets);
+	return 0;
+}
+
+/*
+ * W1s and W1ps: what a fresh start costs is in its first windows, a few dozen reads,
+ * under the 1% a p99 of one long run sees. So they are W1S_EPISODE s runs from
+ * a fresh start (device, queue and law), as many as the run's seconds
+ * hold, with the prober's reads pooled: every read of every episode is
+ * measured, the stream's MB/s is the episodes' mean, the law's path and
+ * trace are the first episode's.
+ */
+#define W1S_EPISODE 20
+
+int sim_run(const struct sim_dev *dev, const struct sim_cfg *cfg, struct sim_res *res)
+{
+	struct sim_cfg c = *cfg;
+	struct sim_lat pool = { 0 };
+	uint64_t n, e;
+	double mbs = 0;
+
+	if (cfg->wl != WL_W1S && cfg->wl != WL_W1PS)
+		return run_once(dev, cfg, res, NULL);
+	n = cfg->seconds / W1S_EPISODE ? cfg->seconds / W1S_EPISODE : 1;
+	c.seconds = W1S_EPISODE;
+	for (e = 0; e < n; e++) {
+		struct sim_res r;
+
+		c.seed = cfg->seed * 1000003 + e;
+		c.trace = e ? NULL : cfg->trace;
+		if (run_once(dev, &c, &r, &pool)) {
+			free(pool.v);
+			return -1;
+		}
+		mbs += r.stream_mbs;
+		if (!e)
+			*res = r;
+		res->steps += e ? r.steps : 0;
+		res->bound_faults += e ? r.bound_faults : 0;
+	}
+	lat_results(res, pool.v, pool.n);
+	res->stream_mbs = mbs / n;
+	res->sim_seconds = (double)n * W1S_EPISODE;
+	free(pool.v);
 	return 0;
 }

@@ -42,7 +42,8 @@ struct sim_dev {
 enum sim_wl {
 	WL_W1,		/* stream bs x qd (hugepage buffers) next to the 4 KiB prober at 20 IOPS */
 	WL_W1P,		/* W1 with ordinary buffers: requests end at piece_bytes */
-	WL_W1S,		/* W1 with the prober running when the stream starts, no ramp */
+	WL_W1S,		/* W1 from a fresh start with the prober there, no ramp (episodes) */
+	WL_W1PS,	/* W1s with ordinary buffers */
 	WL_W2D,		/* a direct write stream next to the prober */
 	WL_W2,		/* buffered writeback: 1 MiB writes kept queued, next to the prober */
 	WL_W3,		/* the stream alone */
@@ -65,6 +66,12 @@ struct sim_cfg {
 	FILE *trace;			/* block_adapt_step lines, or NULL */
 };
 
+/* Prober latencies in ms, pooled over runs. */
+struct sim_lat {
+	double *v;
+	size_t n;
+};
+
 /* What one run gave. */
 struct sim_res {
 	uint64_t reads;			/* prober reads measured */
@@ -72,7 +79,7 @@ struct sim_res {
 	double stream_mbs;		/* all streams, over the measured time */
 	uint64_t steps;			/* law steps */
 	/* the law's path, for the checks */
-	unsigned int converge_windows;	/* steps until a window p99 <= 5/4 of the aim, 0: never */
+	unsigned int converge_windows;	/* the first of 3 windows in a row with p99 <= 5/4 T, 0: never */
 	uint64_t budget_min, budget_max;	/* over all steps */
 	uint64_t floor_bytes, ceil_bytes;	/* the law's limits */
 	double osc_ratio;		/* usable budget p90 / p10 over the second half of the steps */

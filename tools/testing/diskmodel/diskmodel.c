@@ -153,7 +153,7 @@ static int dm_config(nbdkit_next_config *next, nbdkit_backend *nxdata,
 		info_path = value;
 		return 0;
 	}
-	if (!dm_set_param(&probe, key, 0)) {
+	if (dm_set_param(&probe, key, 0) != -1) {	/* a parameter of some model */
 		char buf[256];
 
 		if (noverrides == 64) {
@@ -161,7 +161,11 @@ static int dm_config(nbdkit_next_config *next, nbdkit_backend *nxdata,
 			return -1;
 		}
 		snprintf(buf, sizeof(buf), "%s=%s", key, value);
-		overrides[noverrides++] = strdup(buf);
+		overrides[noverrides] = strdup(buf);
+		if (!overrides[noverrides++]) {
+			nbdkit_error("diskmodel: %m");
+			return -1;
+		}
 		return 0;
 	}
 	return next(nxdata, key, value);
@@ -183,12 +187,15 @@ static int dm_config_complete(nbdkit_next_config_complete *next, nbdkit_backend 
 
 		*eq = 0;
 		v = strtod(eq + 1, &end);
-		if (*end || !(v >= 0)) {
-			nbdkit_error("diskmodel: %s must be a non-negative number, not '%s'",
-				     overrides[i], eq + 1);
+		if (end == eq + 1 || *end) {
+			nbdkit_error("diskmodel: %s must be a number, not '%s'", overrides[i], eq + 1);
 			return -1;
 		}
-		dm_set_param(&p, overrides[i], v);
+		if (dm_set_param(&p, overrides[i], v)) {
+			nbdkit_error("diskmodel: %s is not a parameter of profile %s", overrides[i],
+				     p.name);
+			return -1;
+		}
 	}
 	/* the parameters' own checks, on a disk of 8 GiB: the real size comes later */
 	check = dm_new(&p, 16ULL << 20, completed, NULL, err, sizeof(err));

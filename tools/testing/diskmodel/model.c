@@ -140,25 +140,51 @@ bool dm_rotational(const struct dm_params *p)
 	return p->kind == DM_HDD || p->kind == DM_FIFO || p->kind == DM_BUCKET;
 }
 
+/* The parameters each kind uses, and their ranges. */
+enum { WHOLE = 1, ABOVE = 2 };	/* a whole number; more than the lowest */
+#define R(f, lo, hi, flags) { #f, offsetof(struct dm_params, f), lo, hi, flags }
+static const struct range {
+	const char *key;
+	size_t off;
+	double lo, hi;
+	int flags;
+} hdd[] = {
+	R(wcache, 0, 1e12, 0), R(rpm, 0, 1e5, ABOVE), R(heads, 1, 64, WHOLE),
+	R(outer_mbs, 0, 1e5, ABOVE), R(inner_mbs, 0, 1e5, ABOVE),
+	R(seek_track_us, 0, 1e6, 0), R(seek_avg_us, 0, 1e6, 0), R(seek_full_us, 0, 1e6, 0),
+	R(seek_knee, 0, 0.999, ABOVE), R(write_settle_us, 0, 1e6, 0),
+	R(switch_us, 0, 1e6, 0), R(overhead_us, 0, 1e6, 0), R(iface_mbs, 0, 1e5, ABOVE),
+	R(age_us, 0, 1e8, 0), R(rcache, 0, 1e12, 0), R(wc_policy, 0, 1, WHOLE),
+}, ssd[] = {
+	R(wcache, 0, 1e12, 0), R(cmd_us, 0, 1e6, 0), R(units, 1, 64, WHOLE),
+	R(read_us, 0, 1e6, 0), R(page_xfer_us, 0, 1e6, 0), R(fixed_us, 0, 1e6, 0),
+	R(link_mbs, 0, 1e5, ABOVE), R(drain_mbs, 0, 1e5, ABOVE), R(flush_us, 0, 1e7, 0),
+	R(gc_every_ms, 0, 1e6, 0), R(gc_us, 0, 1e7, 0),
+}, fifo[] = {
+	R(cmd_us, 0, 1e7, 0), R(media_mbs, 0, 1e5, ABOVE),
+}, bucket[] = {
+	R(bps, 0, 1e12, ABOVE), R(iops, 0, 1e7, ABOVE), R(iface_mbs, 0, 1e5, ABOVE),
+	R(io_us, 0, 1e6, 0),
+};
+#undef R
+static const struct { const struct range *r; size_t n; } kinds[] = {
+	[DM_HDD] = { hdd, ARRAY_SIZE(hdd) }, [DM_SSD] = { ssd, ARRAY_SIZE(ssd) },
+	[DM_FIFO] = { fifo, ARRAY_SIZE(fifo) }, [DM_BUCKET] = { bucket, ARRAY_SIZE(bucket) },
+};
+
 int dm_set_param(struct dm_params *p, const char *key, double v)
 {
-#define F(f) { #f, offsetof(struct dm_params, f) }
-	static const struct { const char *key; size_t off; } fields[] = {
-		F(rpm), F(heads), F(outer_mbs), F(inner_mbs), F(seek_track_us),
-		F(seek_avg_us), F(seek_full_us), F(seek_knee), F(write_settle_us),
-		F(switch_us), F(overhead_us), F(iface_mbs), F(age_us), F(rcache),
-		F(wcache), F(wc_policy), F(cmd_us), F(units), F(read_us),
-		F(page_xfer_us), F(fixed_us), F(link_mbs), F(drain_mbs), F(flush_us),
-		F(gc_every_ms), F(gc_us), F(media_mbs), F(bps), F(iops), F(io_us),
-	};
-#undef F
-	size_t i;
+	size_t k, i;
 
-	for (i = 0; i < ARRAY_SIZE(fields); i++)
-		if (!strcmp(key, fields[i].key)) {
-			*(double *)((char *)p + fields[i].off) = v;
+	for (i = 0; i < kinds[p->kind].n; i++)
+		if (!strcmp(key, kinds[p->kind].r[i].key)) {
+			*(double *)((char *)p + kinds[p->kind].r[i].off) = v;
 			return 0;
 		}
+	for (k = 0; k < ARRAY_SIZE(kinds); k++)
+		for (i = 0; i < kinds[k].n; i++)
+			if (!strcmp(key, kinds[k].r[i].key))
+				return -2;
 	return -1;
 }
 
@@ -180,6 +206,7 @@ struct dm_disk {
 	/* hdd geometry */
 	uint64_t cyls_per_zone, zone_lba[ZONES + 1], cyls;
 	double spt[ZONES], rot_ns, seek_a, seek_b;
+	uint64_t idle_ns;		/* destage after this long without a write */
 	/* hdd state */
 	struct dm_req *queue;		/* arrival order */
 	struct dm_req *wait_room;	/* writes waiting for room in the cache (reads first) */
@@ -274,27 +301,46 @@ static double seek_ns(const struct dm_disk *d, uint64_t from_cyl, uint64_t to_cy
 #define GRID 512
 
 /* Mean seek time over pairs of sectors drawn uniformly, for seek_b = b. */
-static double mean_seek_us(struct dm_disk *d, double b, const uint64_t *cyl)
+/*
+ * The seek curve's b for the profile's average seek over the pairs of
+ * @cyl: with a = seek_track - b * sqrt(1 / (cyls - 1)), every seek time of
+ * seek_ns_frac() is linear in b, and so is their mean: C + K * b.
+ */
+static double fit_seek_b(const struct dm_disk *d, const uint64_t *cyl)
 {
-	double sum = 0;
+	const struct dm_params *p = &d->p;
+	double s = sqrt(1.0 / (d->cyls - 1)), sk = sqrt(p->seek_knee), c = 0, k = 0;
 	int i, j;
 
-	d->seek_b = b;
-	d->seek_a = d->p.seek_track_us - b * sqrt(1.0 / (d->cyls - 1));
 	for (i = 0; i < GRID; i++)
-		for (j = 0; j < GRID; j++)
-			sum += seek_ns(d, cyl[i], cyl[j]) / NS_PER_US;
-	return sum / GRID / GRID;
+		for (j = 0; j < GRID; j++) {
+			uint64_t dist = cyl[i] > cyl[j] ? cyl[i] - cyl[j] : cyl[j] - cyl[i];
+			double x = (double)dist / (d->cyls - 1), r;
+
+			if (!dist)
+				continue;
+			if (x <= p->seek_knee) {
+				c += p->seek_track_us;
+				k += sqrt(x) - s;
+				continue;
+			}
+			r = (x - p->seek_knee) / (1 - p->seek_knee);
+			c += p->seek_track_us * (1 - r) + p->seek_full_us * r;
+			k += (sk - s) * (1 - r);
+		}
+	return k > 0 ? (p->seek_avg_us * GRID * GRID - c) / k : 0;
 }
 
 static int hdd_init(struct dm_disk *d, char *err, size_t errlen)
 {
 	const struct dm_params *p = &d->p;
-	double sum_spt = 0, lo = 0, hi = p->seek_full_us * 4;
+	double sum_spt = 0;
 	uint64_t grid[GRID];
 	int z, i;
 
 	d->rot_ns = 60e9 / p->rpm;
+	/* one rotation, an integer: hdd_next() and destage_due() must agree */
+	d->idle_ns = (uint64_t)ceil(d->rot_ns);
 	for (z = 0; z < ZONES; z++) {
 		double mbs = p->outer_mbs - (p->outer_mbs - p->inner_mbs) * z / (ZONES - 1);
 
@@ -312,18 +358,11 @@ static int hdd_init(struct dm_disk *d, char *err, size_t errlen)
 	for (z = 0; z < ZONES; z++)
 		d->zone_lba[z + 1] = d->zone_lba[z] +
 				     d->cyls_per_zone * (uint64_t)p->heads * (uint64_t)d->spt[z];
-	/* solve for b: the mean seek grows with b */
+	/* b for the average seek, within what a curve of this stroke can take */
 	for (i = 0; i < GRID; i++)
 		grid[i] = locate(d, (d->sectors * (2 * i + 1)) / (2 * GRID)).cyl;
-	for (i = 0; i < 40; i++) {
-		double mid = (lo + hi) / 2;
-
-		if (mean_seek_us(d, mid, grid) < p->seek_avg_us)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	mean_seek_us(d, (lo + hi) / 2, grid);
+	d->seek_b = fmin(fmax(fit_seek_b(d, grid), 0), p->seek_full_us * 4);
+	d->seek_a = p->seek_track_us - d->seek_b * sqrt(1.0 / (d->cyls - 1));
 	if (d->seek_a < 0 || d->seek_a + d->seek_b * sqrt(p->seek_knee) > p->seek_full_us) {
 		snprintf(err, errlen, "no seek curve fits track %g, average %g, full %g us",
 			 p->seek_track_us, p->seek_avg_us, p->seek_full_us);
@@ -567,7 +606,7 @@ static void start_destage(struct dm_disk *d, uint64_t t)
 static bool destage_due(const struct dm_disk *d, uint64_t t)
 {
 	return d->dirty_sectors * SECTOR * 2 >= d->p.wcache ||
-	       t - d->last_write >= d->rot_ns || d->wait_room;
+	       t - d->last_write >= d->idle_ns || d->wait_room;
 }
 
 /* The mechanism is free at @t: take the next job, if any. */
@@ -688,7 +727,7 @@ static uint64_t hdd_next(const struct dm_disk *d)
 	if (d->busy)
 		return d->busy_until;
 	if (d->ndirty && !d->queue)
-		return d->last_write + (uint64_t)d->rot_ns;	/* destage_due() */
+		return d->last_write + d->idle_ns;	/* destage_due() */
 	return NONE;
 }
 
@@ -700,6 +739,12 @@ static void hdd_advance(struct dm_disk *d, uint64_t t)
 		if (d->busy)
 			hdd_finish(d, ev);
 		hdd_kick(d, ev);
+		/* an event that changes nothing would come back forever */
+		if (!d->busy && hdd_next(d) == ev) {
+			fprintf(stderr, "diskmodel: no progress at %llu ns (a bug)\n",
+				(unsigned long long)ev);
+			abort();
+		}
 	}
 }
 
@@ -841,30 +886,38 @@ static void bucket_submit(struct dm_disk *d, struct dm_req *r, uint64_t t)
 
 /* ---- common ---------------------------------------------------------- */
 
+/* The parameters each kind uses and their ranges: 0, or -1 with @err naming one. */
+static int check_params(const struct dm_params *p, char *err, size_t errlen)
+{
+	size_t i;
+
+	for (i = 0; i < kinds[p->kind].n; i++) {
+		const struct range *r = &kinds[p->kind].r[i];
+		double v = *(const double *)((const char *)p + r->off);
+
+		if (!isfinite(v) || v < r->lo || ((r->flags & ABOVE) && v == r->lo) ||
+		    v > r->hi || ((r->flags & WHOLE) && v != floor(v))) {
+			snprintf(err, errlen, "%s=%g: must be a %s %s %g and at most %g", r->key, v,
+				 r->flags & WHOLE ? "whole number" : "number",
+				 r->flags & ABOVE ? "over" : "of at least", r->lo, r->hi);
+			return -1;
+		}
+	}
+	if (p->kind == DM_HDD && p->outer_mbs < p->inner_mbs) {
+		snprintf(err, errlen, "outer_mbs=%g: must be at least inner_mbs=%g",
+			 p->outer_mbs, p->inner_mbs);
+		return -1;
+	}
+	return 0;
+}
+
 struct dm_disk *dm_new(const struct dm_params *p, uint64_t sectors,
 		       dm_complete_fn fn, void *ctx, char *err, size_t errlen)
 {
 	struct dm_disk *d;
 
-	if (p->kind == DM_SSD && (p->units < 1 || p->units > 64)) {
-		snprintf(err, errlen, "units must be 1..64");
+	if (check_params(p, err, errlen))
 		return NULL;
-	}
-	if (p->kind == DM_HDD && (p->heads < 1 || p->rpm <= 0 || p->inner_mbs <= 0 ||
-				  p->outer_mbs < p->inner_mbs || p->seek_knee <= 0 ||
-				  p->seek_knee >= 1 || p->wc_policy < 0 || p->wc_policy > 1)) {
-		snprintf(err, errlen, "need heads >= 1, rpm > 0, outer_mbs >= inner_mbs > 0, "
-			 "0 < seek_knee < 1 and wc_policy 0 or 1");
-		return NULL;
-	}
-	if (p->kind == DM_FIFO && p->media_mbs <= 0) {
-		snprintf(err, errlen, "fifo needs media_mbs > 0");
-		return NULL;
-	}
-	if (p->kind == DM_BUCKET && (p->bps <= 0 || p->iops <= 0 || p->iface_mbs <= 0)) {
-		snprintf(err, errlen, "bucket needs bps, iops and iface_mbs > 0");
-		return NULL;
-	}
 	d = calloc(1, sizeof(*d));
 	if (!d) {
 		snprintf(err, errlen, "%s", strerror(ENOMEM));

@@ -9,7 +9,10 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+
+#define IS_ENABLED(option)	0	/* no kernel configuration: no KUnit */
 
 typedef uint8_t u8;
 typedef uint16_t u16;
@@ -37,9 +40,17 @@ typedef int64_t s64;
 
 static inline u64 div_u64(u64 a, u32 b) { return a / b; }
 static inline u64 div64_u64(u64 a, u64 b) { return a / b; }
+/* The kernel's traps on x86 when the quotient overflows or @c is 0: so does this. */
 static inline u64 mul_u64_u64_div_u64(u64 a, u64 b, u64 c)
 {
-	return (u64)((unsigned __int128)a * b / c);
+	unsigned __int128 q;
+
+	if (!c)
+		abort();
+	q = (unsigned __int128)a * b / c;
+	if (q > UINT64_MAX)
+		abort();
+	return (u64)q;
 }
 static inline int fls64(u64 x) { return x ? 64 - __builtin_clzll(x) : 0; }
 
