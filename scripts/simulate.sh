@@ -13,7 +13,7 @@ benchmark's five profiles for W1, W1p, W1s, W1ps and W7, writes on the disk
 models under both destage policies, the summary of the device grid with its
 ten worst pairs, and the simulator's W1 points next to the committed QEMU
 results (Documentation/bench/*/results.json). The runs' figures go to
-$BUILD/adaptsim/*.json. About 5 minutes on 2 cores.
+$BUILD/adaptsim/*.json. About 3 minutes on 2 cores.
   -j N     processes (default: the number of cores)
   --check  run the law's property checks instead (KTAP on standard output)
 USAGE

@@ -644,7 +644,7 @@ static void check_dev(const struct item *set, bool profile, unsigned int *faults
 	check_osc(set, profile, osc_bad);
 	if (!profile) {
 		*faults += f;
-		*lone_bad += lone < LONE_MIN;
+		*lone_bad += !(lone >= LONE_MIN);
 		printf("# %s: lone stream %.4f of off\n", name, lone);
 		return;
 	}
@@ -738,7 +738,8 @@ static int cmd_check(void)
 		add_check(&it[np + i * PER_CHECK], &devs[i], CHECK_SECONDS);
 	}
 	if (run_items(it, n)) {
-		printf("not ok 1 the runs\n");
+		ktap(false, "the simulator's runs");
+		printf("1..%u\n", ktap_n);
 		return 1;
 	}
 	for (i = 0; i < NR_PROFILES; i++)
@@ -925,6 +926,7 @@ int main(int argc, char **argv)
 		for (i = 0; i < nparams; i++) {
 			char key[64], *end;
 			const char *eq = strchr(params[i], '=');
+			int rc;
 			double v = eq ? strtod(eq + 1, &end) : 0;
 
 			if (!eq || eq == params[i] || eq - params[i] >= (long)sizeof(key) ||
@@ -934,9 +936,11 @@ int main(int argc, char **argv)
 			}
 			memcpy(key, params[i], eq - params[i]);
 			key[eq - params[i]] = 0;
-			if (dm_set_param(&dev->dm, key, v)) {
-				fprintf(stderr, "adaptsim: -P %s: not a parameter of this device's model\n",
-					params[i]);
+			rc = dm_set_param(&dev->dm, key, v);
+			if (rc) {
+				fprintf(stderr, "adaptsim: -P %s: %s\n", params[i], rc == -1 ?
+					"no device model has this parameter" :
+					"a parameter of another kind of device model");
 				return 2;
 			}
 		}

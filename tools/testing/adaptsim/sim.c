@@ -87,7 +87,8 @@ struct task {
 	struct bio *queue, **tail;	/* bios to submit, in order */
 	bool blocked;			/* in the throttle or the tag wait */
 	bool has_tag;			/* a freed tag was handed to it while it waited */
-	uint64_t tag_since;		/* when its piece began to wait for a tag, 0: not */
+	bool tag_waiting;		/* its piece waits for a tag, since tag_since */
+	uint64_t tag_since;
 	bool piece_has_slot;		/* the blocked piece already has its slot */
 	bool on;			/* the workload wants it running */
 	uint64_t next_at;		/* prober: the next read's slot */
@@ -602,7 +603,7 @@ static void task_run(struct sim *s, struct task *tk)
 		if (!tk->piece_has_slot && try_merge(s, tk, b, off, len, lim)) {
 			if (tk->has_tag) {
 				tk->has_tag = false;
-				tk->tag_since = 0;
+				tk->tag_waiting = false;
 				tag_put(s);
 			}
 			goto advance;
@@ -610,9 +611,9 @@ static void task_run(struct sim *s, struct task *tk)
 		if (large && s->on && !tk->piece_has_slot) {
 			/* rq_qos_wait(): FIFO behind sleepers, else a slot below the cap */
 			if (s->twait || s->inflight >= s->depth) {
-				if (tk->has_tag) {	/* the cap fell while it waited */
+				if (tk->has_tag) {	/* never holds a tag while throttled */
 					tk->has_tag = false;
-					tk->tag_since = 0;
+					tk->tag_waiting = false;
 					tag_put(s);
 				}
 				tk->blocked = true;
@@ -627,8 +628,10 @@ static void task_run(struct sim *s, struct task *tk)
 		if (!tk->has_tag) {
 			if (s->sched_used >= s->nr_requests) {
 				/* blk-lat's queue time starts before the tag wait */
-				if (!tk->tag_since)
+				if (!tk->tag_waiting) {
+					tk->tag_waiting = true;
 					tk->tag_since = s->now;
+				}
 				tk->blocked = true;
 				tk->wnext = NULL;
 				*s->tagwait_tail = tk;
@@ -643,8 +646,8 @@ static void task_run(struct sim *s, struct task *tk)
 		rq->bytes = len;
 		rq->write = b->write;
 		rq->counted = large && s->on;
-		rq->t_alloc = tk->tag_since ? tk->tag_since : s->now;
-		tk->tag_since = 0;
+		rq->t_alloc = tk->tag_waiting ? tk->tag_since : s->now;
+		tk->tag_waiting = false;
 		rq->bios[rq->nbios++] = b;
 		rq->owner = tk;
 		b->pieces++;
@@ -979,7 +982,8 @@ static int run_once(const struct sim_dev *dev, const struct sim_cfg *cfg, struct
  * a fresh start (device, queue and law), as many as the run's seconds
  * hold, with the prober's reads pooled: every read of every episode is
  * measured, the stream's MB/s is the episodes' mean, the law's path and
- * trace are the first episode's.
+ * trace are the first episode's (convergence, budget range, oscillation),
+ * the steps and bound faults summed over all of them.
  */
 #define W1S_EPISODE 20
 

@@ -140,7 +140,10 @@ bool dm_rotational(const struct dm_params *p)
 	return p->kind == DM_HDD || p->kind == DM_FIFO || p->kind == DM_BUCKET;
 }
 
-/* The parameters each kind uses, and their ranges. */
+/*
+ * The parameters each kind uses, and their ranges: wide enough for any
+ * device of its kind, narrow enough that no time or size overflows.
+ */
 enum { WHOLE = 1, ABOVE = 2 };	/* a whole number; more than the lowest */
 #define R(f, lo, hi, flags) { #f, offsetof(struct dm_params, f), lo, hi, flags }
 static const struct range {
@@ -149,21 +152,21 @@ static const struct range {
 	double lo, hi;
 	int flags;
 } hdd[] = {
-	R(wcache, 0, 1e12, 0), R(rpm, 0, 1e5, ABOVE), R(heads, 1, 64, WHOLE),
-	R(outer_mbs, 0, 1e5, ABOVE), R(inner_mbs, 0, 1e5, ABOVE),
+	R(wcache, 0, 1e12, 0), R(rpm, 1000, 1e5, 0), R(heads, 1, 64, WHOLE),
+	R(outer_mbs, 1, 1e5, 0), R(inner_mbs, 1, 1e5, 0),
 	R(seek_track_us, 0, 1e6, 0), R(seek_avg_us, 0, 1e6, 0), R(seek_full_us, 0, 1e6, 0),
 	R(seek_knee, 0, 0.999, ABOVE), R(write_settle_us, 0, 1e6, 0),
-	R(switch_us, 0, 1e6, 0), R(overhead_us, 0, 1e6, 0), R(iface_mbs, 0, 1e5, ABOVE),
+	R(switch_us, 0, 1e6, 0), R(overhead_us, 0, 1e6, 0), R(iface_mbs, 1, 1e5, 0),
 	R(age_us, 0, 1e8, 0), R(rcache, 0, 1e12, 0), R(wc_policy, 0, 1, WHOLE),
 }, ssd[] = {
 	R(wcache, 0, 1e12, 0), R(cmd_us, 0, 1e6, 0), R(units, 1, 64, WHOLE),
 	R(read_us, 0, 1e6, 0), R(page_xfer_us, 0, 1e6, 0), R(fixed_us, 0, 1e6, 0),
-	R(link_mbs, 0, 1e5, ABOVE), R(drain_mbs, 0, 1e5, ABOVE), R(flush_us, 0, 1e7, 0),
+	R(link_mbs, 1, 1e5, 0), R(drain_mbs, 1, 1e5, 0), R(flush_us, 0, 1e7, 0),
 	R(gc_every_ms, 0, 1e6, 0), R(gc_us, 0, 1e7, 0),
 }, fifo[] = {
-	R(cmd_us, 0, 1e7, 0), R(media_mbs, 0, 1e5, ABOVE),
+	R(cmd_us, 0, 1e7, 0), R(media_mbs, 1, 1e5, 0),
 }, bucket[] = {
-	R(bps, 0, 1e12, ABOVE), R(iops, 0, 1e7, ABOVE), R(iface_mbs, 0, 1e5, ABOVE),
+	R(bps, 1e5, 1e12, 0), R(iops, 1, 1e7, 0), R(iface_mbs, 1, 1e5, 0),
 	R(io_us, 0, 1e6, 0),
 };
 #undef R
@@ -300,7 +303,6 @@ static double seek_ns(const struct dm_disk *d, uint64_t from_cyl, uint64_t to_cy
 
 #define GRID 512
 
-/* Mean seek time over pairs of sectors drawn uniformly, for seek_b = b. */
 /*
  * The seek curve's b for the profile's average seek over the pairs of
  * @cyl: with a = seek_track - b * sqrt(1 / (cyls - 1)), every seek time of
@@ -348,6 +350,11 @@ static int hdd_init(struct dm_disk *d, char *err, size_t errlen)
 		d->spt[z] = floor(mbs * 1e6 * (d->rot_ns + p->switch_us * NS_PER_US) / 1e9 / SECTOR);
 		sum_spt += d->spt[z];
 	}
+	if (d->spt[ZONES - 1] < 1) {
+		snprintf(err, errlen, "inner_mbs=%g: less than a sector per track at rpm=%g",
+			 p->inner_mbs, p->rpm);
+		return -1;
+	}
 	d->cyls_per_zone = (uint64_t)ceil(d->sectors / (p->heads * sum_spt));
 	if (d->cyls_per_zone < 2) {
 		snprintf(err, errlen, "the disk is too small for %d zones", ZONES);
@@ -358,12 +365,12 @@ static int hdd_init(struct dm_disk *d, char *err, size_t errlen)
 	for (z = 0; z < ZONES; z++)
 		d->zone_lba[z + 1] = d->zone_lba[z] +
 				     d->cyls_per_zone * (uint64_t)p->heads * (uint64_t)d->spt[z];
-	/* b for the average seek, within what a curve of this stroke can take */
+	/* b for the average seek; a curve that cannot give it is refused */
 	for (i = 0; i < GRID; i++)
 		grid[i] = locate(d, (d->sectors * (2 * i + 1)) / (2 * GRID)).cyl;
-	d->seek_b = fmin(fmax(fit_seek_b(d, grid), 0), p->seek_full_us * 4);
+	d->seek_b = fit_seek_b(d, grid);
 	d->seek_a = p->seek_track_us - d->seek_b * sqrt(1.0 / (d->cyls - 1));
-	if (d->seek_a < 0 || d->seek_a + d->seek_b * sqrt(p->seek_knee) > p->seek_full_us) {
+	if (d->seek_b <= 0 || d->seek_a < 0 || d->seek_a + d->seek_b * sqrt(p->seek_knee) > p->seek_full_us) {
 		snprintf(err, errlen, "no seek curve fits track %g, average %g, full %g us",
 			 p->seek_track_us, p->seek_avg_us, p->seek_full_us);
 		return -1;
@@ -903,6 +910,10 @@ static int check_params(const struct dm_params *p, char *err, size_t errlen)
 			return -1;
 		}
 	}
+	if (p->kind == DM_SSD && p->gc_every_ms > 0 && p->gc_every_ms < 1) {
+		snprintf(err, errlen, "gc_every_ms=%g: must be 0 (none) or at least 1", p->gc_every_ms);
+		return -1;
+	}
 	if (p->kind == DM_HDD && p->outer_mbs < p->inner_mbs) {
 		snprintf(err, errlen, "outer_mbs=%g: must be at least inner_mbs=%g",
 			 p->outer_mbs, p->inner_mbs);
@@ -985,10 +996,10 @@ void dm_advance(struct dm_disk *d, uint64_t t)
 void dm_info(const struct dm_disk *d, FILE *f)
 {
 	const struct dm_params *p = &d->p;
-	static const char *const kinds[] = { "hdd", "ssd", "fifo", "bucket" };
+	static const char *const kind_names[] = { "hdd", "ssd", "fifo", "bucket" };
 
 	fprintf(f, "profile=%s\nkind=%s\nsectors=%llu\n", p->name ? p->name : "custom",
-		kinds[p->kind], (unsigned long long)d->sectors);
+		kind_names[p->kind], (unsigned long long)d->sectors);
 	if (p->kind == DM_HDD) {
 		fprintf(f, "rpm=%g\nseek_avg_us=%g\noverhead_us=%g\nouter_mbs=%g\ninner_mbs=%g\n",
 			p->rpm, p->seek_avg_us, p->overhead_us, p->outer_mbs, p->inner_mbs);

@@ -58,7 +58,7 @@ typedef void (*dm_complete_fn)(struct dm_req *r, void *ctx);
 
 const struct dm_params *dm_profile(const char *name);
 const char *dm_profile_names(void);
-/* Set one parameter by name; -1 when @key is not one. */
+/* Set one parameter by name: 0; -1 when @key is no parameter, -2 when not one of p->kind's. */
 int dm_set_param(struct dm_params *p, const char *key, double v);
 /* Create a disk of @sectors sectors; NULL with a message in @err on bad parameters. */
 struct dm_disk *dm_new(const struct dm_params *p, uint64_t sectors,
