@@ -18,6 +18,7 @@ not a pass/fail.
 import json
 import os
 import sys
+from statistics import median
 
 PROFILES = ["hdd", "hdd7200", "hdd5400", "sata-ssd", "nvme-ssd"]
 MBS_TOL = 0.2
@@ -44,11 +45,6 @@ def sim_points(runs, profile, short):
             name = point_name(r["bs"], r["qd"])
         pts.setdefault(name, []).append((r["p99_ms"], r["stream_mbs"]))
     return pts
-
-
-def median(v):
-    v = sorted(v)
-    return v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
 
 
 def main(argv):

@@ -915,6 +915,7 @@ int main(int argc, char **argv)
 		const struct sim_dev *found = devname ? find_dev(devname) : NULL;
 		struct sim_dev *dev = malloc(sizeof(*dev));
 		struct item it;
+		char err[256];
 		unsigned int i;
 		int w;
 
@@ -923,27 +924,11 @@ int main(int argc, char **argv)
 			return 2;
 		}
 		*dev = *found;
-		for (i = 0; i < nparams; i++) {
-			char key[64], *end;
-			const char *eq = strchr(params[i], '=');
-			int rc;
-			double v = eq ? strtod(eq + 1, &end) : 0;
-
-			if (!eq || eq == params[i] || eq - params[i] >= (long)sizeof(key) ||
-			    end == eq + 1 || *end) {
-				fprintf(stderr, "adaptsim: -P takes KEY=NUMBER, not '%s'\n", params[i]);
+		for (i = 0; i < nparams; i++)
+			if (dm_parse_param(&dev->dm, params[i], err, sizeof(err))) {
+				fprintf(stderr, "adaptsim: -P %s\n", err);
 				return 2;
 			}
-			memcpy(key, params[i], eq - params[i]);
-			key[eq - params[i]] = 0;
-			rc = dm_set_param(&dev->dm, key, v);
-			if (rc) {
-				fprintf(stderr, "adaptsim: -P %s: %s\n", params[i], rc == -1 ?
-					"no device model has this parameter" :
-					"a parameter of another kind of device model");
-				return 2;
-			}
-		}
 		for (w = 0; w < WL_NR && strcmp(wlname, sim_wl_name[w]); w++)
 			;
 		if (w == WL_NR) {

@@ -312,6 +312,13 @@ static void trace_step(struct sim *s, const struct blk_adapt_window *w)
 		st->depth, blk_adapt_action_name[st->action]);
 }
 
+/* The law's caps to the queue, as blk-adapt.c applies them: one at the ceiling is none. */
+static void take_caps(struct sim *s)
+{
+	s->cap = s->st.cap_bytes < s->lim.max_bytes ? s->st.cap_bytes : 0;
+	s->depth = s->st.depth;
+}
+
 static void law_step(struct sim *s, uint64_t window_ns)
 {
 	struct blk_adapt_input in = { .window_ns = window_ns };
@@ -336,8 +343,7 @@ static void law_step(struct sim *s, uint64_t window_ns)
 	s->peak = s->inflight;
 
 	blk_adapt_window_step(&s->st, &s->pend, &s->lim, &in, &w);
-	s->cap = s->st.cap_bytes < s->lim.max_bytes ? s->st.cap_bytes : 0;
-	s->depth = s->st.depth;
+	take_caps(s);
 	grant_waiters(s);
 	trace_step(s, &w);
 
@@ -536,7 +542,7 @@ static void rq_done(struct sim *s, struct rq *rq)
 
 static uint64_t split_limit(const struct sim *s, const struct task *tk)
 {
-	uint64_t lim = s->cfg->max_bytes ? s->cfg->max_bytes : s->dev->max_bytes;
+	uint64_t lim = s->dev->max_bytes;
 
 	if (s->cap && s->cap < lim)
 		lim = s->cap;
@@ -866,7 +872,6 @@ static void results(struct sim *s)
 
 	lat_results(r, s->lat, s->nlat);
 	r->stream_mbs = s->stream_bytes / secs / 1e6;
-	r->sim_seconds = s->end / 1e9;
 	r->floor_bytes = s->lim.min_bytes;
 	r->ceil_bytes = blk_adapt_ceiling(&s->lim);
 	if (s->nbudgets) {
@@ -890,7 +895,7 @@ static int run_once(const struct sim_dev *dev, const struct sim_cfg *cfg, struct
 	struct sim s = { .dev = dev, .cfg = cfg, .res = res, .parked = true,
 			 .rqs.size = sizeof(struct rq), .bios.size = sizeof(struct bio) };
 	char err[256];
-	uint64_t max_bytes = cfg->max_bytes ? cfg->max_bytes : dev->max_bytes;
+	uint64_t max_bytes = dev->max_bytes;
 
 	memset(res, 0, sizeof(*res));
 	s.rng = cfg->seed * 0x9E3779B97F4A7C15ULL + 1;
@@ -918,8 +923,7 @@ static int run_once(const struct sim_dev *dev, const struct sim_cfg *cfg, struct
 	s.depth = UINT32_MAX;
 	if (s.on) {
 		blk_adapt_law_init(&s.st, &s.pend, &s.lim);
-		s.depth = s.st.depth;
-		s.cap = s.st.cap_bytes < max_bytes ? s.st.cap_bytes : 0;
+		take_caps(&s);
 	}
 	setup_workload(&s);
 	for (;;) {
@@ -1015,7 +1019,6 @@ int sim_run(const struct sim_dev *dev, const struct sim_cfg *cfg, struct sim_res
 	}
 	lat_results(res, pool.v, pool.n);
 	res->stream_mbs = mbs / n;
-	res->sim_seconds = (double)n * W1S_EPISODE;
 	free(pool.v);
 	return 0;
 }

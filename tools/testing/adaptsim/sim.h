@@ -60,7 +60,6 @@ struct sim_cfg {
 	unsigned int target_us;		/* the controller's target, 0: off */
 	uint64_t bs;			/* the stream's block size */
 	unsigned int sqd;		/* the stream's iodepth */
-	uint64_t max_bytes;		/* max_sectors_kb for the run, 0: the device's */
 	uint64_t seconds;		/* simulated run time, ramp included */
 	uint64_t seed;
 	FILE *trace;			/* block_adapt_step lines, or NULL */
@@ -84,7 +83,6 @@ struct sim_res {
 	uint64_t floor_bytes, ceil_bytes;	/* the law's limits */
 	double osc_ratio;		/* usable budget p90 / p10 over the second half of the steps */
 	unsigned int bound_faults;	/* steps with a cap outside the limits */
-	double sim_seconds;
 };
 
 int sim_run(const struct sim_dev *dev, const struct sim_cfg *cfg, struct sim_res *res);

@@ -181,22 +181,11 @@ static int dm_config_complete(nbdkit_next_config_complete *next, nbdkit_backend 
 		nbdkit_error("diskmodel: profile= is required (%s)", dm_profile_names());
 		return -1;
 	}
-	for (i = 0; i < noverrides; i++) {
-		char *eq = strchr(overrides[i], '='), *end;
-		double v;
-
-		*eq = 0;
-		v = strtod(eq + 1, &end);
-		if (end == eq + 1 || *end) {
-			nbdkit_error("diskmodel: %s must be a number, not '%s'", overrides[i], eq + 1);
+	for (i = 0; i < noverrides; i++)
+		if (dm_parse_param(&p, overrides[i], err, sizeof(err))) {
+			nbdkit_error("diskmodel: profile %s: %s", p.name, err);
 			return -1;
 		}
-		if (dm_set_param(&p, overrides[i], v)) {
-			nbdkit_error("diskmodel: %s is not a parameter of profile %s", overrides[i],
-				     p.name);
-			return -1;
-		}
-	}
 	/* the parameters' own checks, on a disk of 8 GiB: the real size comes later */
 	check = dm_new(&p, 16ULL << 20, completed, NULL, err, sizeof(err));
 	if (!check) {

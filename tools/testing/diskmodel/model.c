@@ -191,6 +191,31 @@ int dm_set_param(struct dm_params *p, const char *key, double v)
 	return -1;
 }
 
+int dm_parse_param(struct dm_params *p, const char *kv, char *err, size_t errlen)
+{
+	const char *eq = strchr(kv, '=');
+	char key[64], *end;
+	double v;
+	int rc;
+
+	if (!eq || eq == kv || eq - kv >= (ptrdiff_t)sizeof(key)) {
+		snprintf(err, errlen, "'%s' is not KEY=NUMBER", kv);
+		return -1;
+	}
+	v = strtod(eq + 1, &end);
+	if (end == eq + 1 || *end) {
+		snprintf(err, errlen, "%s: the value must be a number", kv);
+		return -1;
+	}
+	memcpy(key, kv, eq - kv);
+	key[eq - kv] = 0;
+	rc = dm_set_param(p, key, v);
+	if (rc)
+		snprintf(err, errlen, "%s: %s", kv, rc == -1 ? "no device model has this parameter" :
+			 "a parameter of another kind of device model");
+	return rc ? -1 : 0;
+}
+
 struct segment {
 	uint64_t start, base_end, cap_end;	/* sectors */
 	uint64_t fill_from, fill_until;		/* ns: prefetch running */

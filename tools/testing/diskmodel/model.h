@@ -60,6 +60,8 @@ const struct dm_params *dm_profile(const char *name);
 const char *dm_profile_names(void);
 /* Set one parameter by name: 0; -1 when @key is no parameter, -2 when not one of p->kind's. */
 int dm_set_param(struct dm_params *p, const char *key, double v);
+/* Set one parameter from "KEY=NUMBER": 0, or -1 with the reason in @err. */
+int dm_parse_param(struct dm_params *p, const char *kv, char *err, size_t errlen);
 /* Create a disk of @sectors sectors; NULL with a message in @err on bad parameters. */
 struct dm_disk *dm_new(const struct dm_params *p, uint64_t sectors,
 		       dm_complete_fn fn, void *ctx, char *err, size_t errlen);
