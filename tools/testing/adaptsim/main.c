@@ -546,40 +546,9 @@ static int cmd_grid(const char *json)
 
 static unsigned int ktap_n, ktap_failed;
 
-/*
- * Where today's law is known to miss a property: reported "not ok ... # TODO"
- * (counted as skipped, with a note) until the law is fixed; a miss anywhere
- * else fails, and a listed one that passes reports "ok ... # TODO".
- */
-static const struct { const char *dev; unsigned int target_us; const char *what; } known[] = {
-	/*
-	 * probes grow the budget far past the 32 MiB the stream can have in
-	 * flight while windows stay under T (to the 1 GiB ceiling on g031 and
-	 * g115), then one window over T drops it to the model's budget (3.6
-	 * and 4.1 MiB there)
-	 */
-	{ "hdd", 100000, "oscillation" },
-	{ "g001-hdd7200-s7.0-194M-wc128f", 100000, "oscillation" },
-	{ "g031-hdd7200-s9.0-139M-wc256f", 100000, "oscillation" },
-	{ "g055-hdd5900-s11.8-142M-wc64r", 100000, "oscillation" },
-	{ "g115-hdd5900-s10.2-173M-wc0r", 100000, "oscillation" },
-};
-
-static bool known_miss(const char *dev, unsigned int target_us, const char *what)
-{
-	size_t i;
-
-	for (i = 0; i < sizeof(known) / sizeof(known[0]); i++)
-		if (!strcmp(dev, known[i].dev) && !strcmp(what, known[i].what) &&
-		    known[i].target_us == target_us)
-			return true;
-	return false;
-}
-
-/* One result; @todo: a known miss of today's law (see known[]). */
-static void ktap_todo(bool ok, bool todo, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void ktap_todo(bool ok, bool todo, const char *fmt, ...)
+/* One result. */
+static void ktap(bool ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void ktap(bool ok, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -587,11 +556,9 @@ static void ktap_todo(bool ok, bool todo, const char *fmt, ...)
 	va_start(ap, fmt);
 	vprintf(fmt, ap);
 	va_end(ap);
-	puts(todo ? " # TODO a known miss of today's law" : "");
-	ktap_failed += !ok && !todo;
+	putchar('\n');
+	ktap_failed += !ok;
 }
-
-#define ktap(ok, ...) ktap_todo(ok, false, __VA_ARGS__)
 
 /* One device's check runs: W1's set, then the lone stream on and off. */
 #define PER_CHECK (PER_SET + 2)
@@ -605,8 +572,8 @@ static void add_check(struct item *it, const struct sim_dev *dev, uint64_t secs)
 }
 
 /* The oscillation of one device's controller runs: a result per target on a
- * profile; on a grid device, results only for the known misses (the rest
- * go into the grid's one result, *@bad counting the misses). */
+ * profile; on a grid device, only a note for a miss (the grid has one
+ * result, *@bad counting the misses). */
 static void check_osc(const struct item *set, bool profile, unsigned int *bad)
 {
 	const char *name = set[0].dev->name;
@@ -615,15 +582,14 @@ static void check_osc(const struct item *set, bool profile, unsigned int *bad)
 	for (t = 0; t < 3; t++) {
 		const struct item *c = &set[NR_ORACLE + t];
 		bool ok = c->res.osc_ratio <= OSC_MAX;
-		bool todo = known_miss(name, c->cfg.target_us, "oscillation");
 
-		if (profile || todo || !ok)
+		if (profile || !ok)
 			printf("# %s %g ms: usable budget p90/p10 %.2f\n", name,
 			       c->cfg.target_us / 1000.0, c->res.osc_ratio);
-		if (profile || todo)
-			ktap_todo(ok, todo, "%s %g ms: bounded oscillation: usable budget p90/p10 at most %.0f",
-				  name, c->cfg.target_us / 1000.0, OSC_MAX);
-		*bad += !ok && !profile && !todo;
+		if (profile)
+			ktap(ok, "%s %g ms: bounded oscillation: usable budget p90/p10 at most %.0f",
+			     name, c->cfg.target_us / 1000.0, OSC_MAX);
+		*bad += !ok && !profile;
 	}
 }
 
@@ -747,7 +713,7 @@ static int cmd_check(void)
 	for (i = 0; i < CHECK_GRID; i++)
 		check_dev(&it[np + i * PER_CHECK], false, &faults, &osc_bad, &lone_bad);
 	ktap(!faults, "grid (%u devices): caps within floor and ceiling at every step", CHECK_GRID);
-	ktap(!osc_bad, "grid (%u devices): bounded oscillation but for the known misses (%u runs over %.0f)",
+	ktap(!osc_bad, "grid (%u devices): bounded oscillation (%u runs over %.0f)",
 	     CHECK_GRID, osc_bad, OSC_MAX);
 	ktap(!lone_bad, "grid (%u devices): a lone stream keeps at least %.2f of its throughput (%u below)",
 	     CHECK_GRID, LONE_MIN, lone_bad);

@@ -39,6 +39,7 @@
 #define PROBER_NS (SEC / 20)		/* 20 IOPS */
 #define RAMP (2 * SEC)			/* fio's ramp_time */
 #define STREAM_SPAN (2 * GIB)		/* the stream's file: size=2g */
+#define W1S_STREAM_AT (2 * SEC)	/* W1s, W1ps: the stream starts two windows in */
 #define PROBER_OFF (2 * GIB)		/* the prober's: offset=2g size=1g */
 #define PROBER_SPAN (1 * GIB)
 #define WB_BS (1 * MIB)			/* writeback bios */
@@ -141,7 +142,7 @@ static void pool_destroy(struct pool *p)
 	free(p->chunks);
 }
 
-enum ev_kind { EV_DONE, EV_PROBE, EV_WINDOW, EV_PHASE, EV_RESUME, EV_ARRIVE };
+enum ev_kind { EV_DONE, EV_PROBE, EV_WINDOW, EV_PHASE, EV_RESUME, EV_ARRIVE, EV_START };
 
 struct event {
 	uint64_t t, seq;
@@ -166,7 +167,7 @@ struct sim {
 	bool on;
 	struct blk_adapt_limits lim;
 	struct blk_adapt_state st;
-	struct blk_adapt_pend pend;
+	struct blk_adapt_tail tail;
 	uint64_t cap;			/* q->adapt_max_sectors in bytes, 0: none */
 	unsigned int depth, inflight, peak;
 	uint64_t busy_ns, busy_start, last_window;
@@ -301,12 +302,12 @@ static void trace_step(struct sim *s, const struct blk_adapt_window *w)
 		return;
 	fprintf(s->cfg->trace,
 		"  adaptsim-0 [000] ..... %llu.%06llu: block_adapt_step: sim: small=%llu lat=%lluus "
-		"target=%lluus floor=%lluus large=%llu bw=%lluKiB/s cmd=%lluus budget=%lluKiB "
+		"target=%lluus good=%lluKiB large=%llu bw=%lluKiB/s cmd=%lluus budget=%lluKiB "
 		"cap=%lluKiB depth=%u %s\n",
 		(unsigned long long)(s->now / SEC), (unsigned long long)(s->now % SEC / 1000),
 		(unsigned long long)w->small, (unsigned long long)(w->small_lat_ns / 1000),
 		(unsigned long long)(s->lim.target_ns / 1000),
-		(unsigned long long)(st->floor_lat_ns / 1000), (unsigned long long)w->large,
+		(unsigned long long)(st->good >> 10), (unsigned long long)w->large,
 		(unsigned long long)(st->bw >> 10), (unsigned long long)(st->cmd_ns / 1000),
 		(unsigned long long)(st->budget >> 10), (unsigned long long)(st->cap_bytes >> 10),
 		st->depth, blk_adapt_action_name[st->action]);
@@ -342,7 +343,7 @@ static void law_step(struct sim *s, uint64_t window_ns)
 	in.peak = s->peak;
 	s->peak = s->inflight;
 
-	blk_adapt_window_step(&s->st, &s->pend, &s->lim, &in, &w);
+	blk_adapt_window_step(&s->st, &s->tail, &s->lim, &in, &w);
 	take_caps(s);
 	grant_waiters(s);
 	trace_step(s, &w);
@@ -818,6 +819,9 @@ static void setup_workload(struct sim *s)
 		if (st->kind == T_PROBER) {
 			st->next_at = 0;
 			push(s, 0, EV_PROBE, st);
+		} else if (c->wl == WL_W1S || c->wl == WL_W1PS) {
+			/* the prober is there when the stream starts */
+			push(s, W1S_STREAM_AT, EV_START, st);
 		} else {
 			stream_fill(s, st);
 		}
@@ -922,7 +926,7 @@ static int run_once(const struct sim_dev *dev, const struct sim_cfg *cfg, struct
 	};
 	s.depth = UINT32_MAX;
 	if (s.on) {
-		blk_adapt_law_init(&s.st, &s.pend, &s.lim);
+		blk_adapt_law_init(&s.st, &s.tail, &s.lim);
 		take_caps(&s);
 	}
 	setup_workload(&s);
@@ -959,6 +963,9 @@ static int run_once(const struct sim_dev *dev, const struct sim_cfg *cfg, struct
 			break;
 		case EV_ARRIVE:
 			dev_arrive(&s, e.p);
+			break;
+		case EV_START:
+			stream_fill(&s, e.p);
 			break;
 		}
 	}
