@@ -26,7 +26,8 @@ Runs every gate of the project in order and prints, last, one line
   8. boot it with libahci.large_prd=0 and run the ATA limits test (64 KiB
      S/G entries kept)
   9. boot the patched kernel again with a throttled (hdd profile) disk and
-     run the adaptive caps test on it
+     run the adaptive caps test on it; then scripts/try-disk.sh there: its
+     refusals, a short run and a Ctrl-C (tools/testing/vm/try-disk-test.sh)
  10. build the debug kernel (lockdep, KASAN, kmemleak, DEBUG_LIST, fault
      injection: tools/testing/vm/debug.config), boot it with a second disk
      without NCQ, run the block tests' functional checks and the fault tests
@@ -76,7 +77,7 @@ finish() {
 	local files=("${extra[@]}" "$host")
 	# The base kernel's results are expected to fail: only the patched ones count.
 	for f in "$res"/diskmodel.ktap "$res"/adaptsim.ktap "$res"/bisect.ktap "$res"/patched/*.ktap "$res"/patched-64k/kselftest.ktap \
-		"$res"/patched-hdd/kselftest.ktap "$res"/debug/*.ktap; do
+		"$res"/patched-hdd/kselftest.ktap "$res"/patched-hdd/try-disk.ktap "$res"/debug/*.ktap; do
 		[ -f "$f" ] && files+=("$f")
 	done
 	log "total time $(( $(date +%s) - T0 ))s; the last line sums up every KTAP result"
@@ -200,7 +201,7 @@ boot patched-64k "$BZIMAGE" -n 1 -a libahci.large_prd=0 -- -t drivers/ata:ata_li
 grep -E '^# # ' "$res/patched-64k/kselftest.ktap" | sed 's/^# # /  /' || true
 
 stage "boot the patched kernel with a throttled disk: the adaptive caps"
-boot patched-hdd "$BZIMAGE" -p hdd -n 1 -- -t block:adapt.sh --throttled
+boot patched-hdd "$BZIMAGE" -p hdd -n 1 -- -t block:adapt.sh --throttled --try-disk
 grep -E '^# # ' "$res/patched-hdd/kselftest.ktap" | sed 's/^# # /  /' || true
 
 stage "debug kernel (lockdep, KASAN, kmemleak, fault injection): build, boot, functional tests, faults"
@@ -208,7 +209,8 @@ if gate "build: debug kernel (lean + debug.config)" "$REPO/scripts/build.sh" --d
 	# two disks, the second one without NCQ (queue depth 1); acpi=noirq:
 	# see debug.config; KASAN and kmemleak make the boot about twice as long
 	boot debug "$DEBUG_BZIMAGE" -n 2 -t 2400 -a "libata.force=2.00:noncq acpi=noirq" -- \
-		-t block:lat_stats.sh -t block:adapt.sh -t block:adapt_faults.sh --no-timing --faults
+		-t block:lat_stats.sh -t block:adapt.sh -t block:adapt_faults.sh -t block:adapt_monitor.sh \
+		--no-timing --faults
 	# a clean console means something only if lockdep was running
 	gate "boot: debug kernel runs lockdep" \
 		grep -q 'Lock dependency validator' "$res/debug/console.log" || true

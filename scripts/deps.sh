@@ -28,7 +28,7 @@ pkgs=(
 	git quilt make gcc flex bison bc libelf-dev libssl-dev cpio xz-utils rsync
 	ccache perl python3 dwarves
 	# boot + test
-	qemu-system-x86 qemu-utils fio blktrace sg3-utils busybox-static
+	qemu-system-x86 qemu-utils fio blktrace sg3-utils busybox-static dmsetup
 	# device models (nbdkit filter in C)
 	nbdkit nbdkit-plugin-dev
 	# quality gates and mail

@@ -119,11 +119,17 @@ This series:
    needs protection. KUnit (control law against a device model) and a
    kselftest (null_blk and emulated SATA disks, with fio verify). It does
    not help writeback yet (see the benchmark notes).
+ - 9 (linux-block): tools/block/adapt_monitor.py, one line per disk and
+   second with what the controller saw in its last window (the small
+   requests' p99, MB/s) and decided (budget, caps, action); --json for
+   scripts. The debugfs state gains the last window's figures for it.
+   A kselftest checks it against debugfs and fio.
 
 Tested in QEMU (x86_64, TCG) on AHCI ide-hd disks and null_blk: KUnit
 blk-lat ($(kcases blk-lat-test.c) cases) and blk-adapt ($(kcases blk-adapt-test.c) cases, the control law against
-device models); kselftests drivers/ata, block/lat_stats and block/adapt
-(null_blk and emulated SATA disks, fio verify on every load); a build
+device models); kselftests drivers/ata, block/lat_stats, block/adapt and
+block/adapt_monitor (null_blk and emulated SATA disks, fio verify on
+every load); a build
 after every patch; checkpatch --strict, W=1, sparse and kernel-doc on the
 files each patch touches; the block kselftests' functional checks on a
 lockdep kernel, with a clean console.
@@ -156,6 +162,16 @@ stream down. Every figure was measured under emulation (QEMU TCG, a disk
 model); numbers from real SATA disks are the main thing this RFC asks
 for. The other models (5400 rpm laptop disk, SATA and NVMe SSD, QEMU's
 throttle bucket), the plots and the traces are in the project's docs.
+
+To measure it on your own disk: build your kernel with the series (on
+Debian, make bindeb-pkg), boot it, and as root run the harness's
+scripts/try-disk.sh on a disk that nothing uses (it refuses a mounted
+disk, swap or a member of an md/dm device; it only reads, and restores
+every queue setting it changes, also on Ctrl-C). "-q sdX" takes about
+4 minutes; without -q, 3 rounds of 30 s runs with the oracle sweep take
+about 25 minutes a round. Watch it with tools/block/adapt_monitor.py, and
+reply with the tarball it writes: the goal tables, the JSON, the plots
+and the disk's model.
 
 TEXT
 	# The base commit's subject names its origin: "Linux X.Y.Z (Debian package ...)".

@@ -6,7 +6,8 @@ set -euo pipefail
 
 usage() {
 	cat <<'USAGE'
-usage: latbench.sh [-r REPS] [-t SECONDS] [-T MS[,MS...]] [-q] [-c NAME[,NAME...]] DISK
+usage: latbench.sh [-r REPS] [-t SECONDS] [-T MS[,MS...]] [-q] [-c NAME[,NAME...]]
+                   [-w WORKLOAD[,WORKLOAD...]] [-n] DISK
 Runs inside the test VM, on DISK (e.g. sda, 8 GiB or more; W2 overwrites
 4-6 GiB, W5 makes an ext4 file system on all of it):
   W1  the stream (8 MiB reads, iodepth 4, hugepage buffers) + a 4 KiB
@@ -14,6 +15,8 @@ Runs inside the test VM, on DISK (e.g. sda, 8 GiB or more; W2 overwrites
       4096, 32767 under mq-deadline; Kyber and BFQ at 4096; wbt on at 4096;
       the adaptive caps at each target (max_sectors_kb 32767);
   W1p W1 with ordinary (malloc) buffers: 4096, 32767 and the adaptive caps;
+  W1s the prober already running when the stream starts (2 s in), its p99
+      over the whole run, no ramp excluded: 4096, 32767 and the adaptive caps;
   W2  buffered 1 MiB writes (writeback) + the same prober, for 4096 under
       mq-deadline, Kyber, BFQ and wbt, and the adaptive caps;
   W3  the stream alone, for 4096, 32767 and the adaptive caps;
@@ -31,13 +34,17 @@ SECONDS per run (default 15, plus 2 s of ramp).
 -q: a short version (1 round, 6 s runs, no oracle sweep).
 -c: only the configurations named (e.g. -c static-4096,adapt-20ms), and the
     oracle sweep only if "oracle" is among them.
+-w: only these workloads (w1, w1p, w1s, w2, w3, oracle, w5; default all);
+    w1,w1p,w1s,w3,oracle only read the disk.
+-n: leave tracefs alone (no block_adapt_step traces are recorded).
+Prints each run as it starts, with the time the rest will take.
 Writes $BLKADAPT_OUT/bench/<workload>/<configuration>/r<round>.json (fio's),
 r<round>.stat (the disk's stat file before and after the run), for W5
 r<round>.copy (bytes the disk wrote, milliseconds) and $BLKADAPT_OUT/bench/meta.json.
 USAGE
 }
 
-reps=2 secs=15 quick=0 only="" targets=20,50
+reps=2 secs=15 quick=0 only="" targets=20,50 wls=,w1,w1p,w1s,w2,w3,oracle,w5, trace=1
 while [ $# -gt 0 ]; do
 	case "$1" in
 	-r) reps=$2; shift 2 ;;
@@ -45,6 +52,8 @@ while [ $# -gt 0 ]; do
 	-T) targets=$2; shift 2 ;;
 	-q) quick=1; reps=1; secs=6; shift ;;
 	-c) only=",$2,"; shift 2 ;;
+	-w) wls=",$2,"; shift 2 ;;
+	-n) trace=0; shift ;;
 	-h|--help) usage; exit 0 ;;
 	-*) usage >&2; exit 2 ;;
 	*) break ;;
@@ -54,6 +63,12 @@ done
 [[ "$reps" =~ ^[1-9][0-9]*$ && "$secs" =~ ^[1-9][0-9]*$ ]] || { usage >&2; exit 2; }
 [[ "$targets" =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] ||
 	{ echo "latbench: -T takes target milliseconds, e.g. 20,50, not '$targets'" >&2; exit 2; }
+for w in ${wls//,/ }; do
+	[[ ",w1,w1p,w1s,w2,w3,oracle,w5," == *",$w,"* ]] ||
+		{ echo "latbench: no workload '$w' (w1, w1p, w1s, w2, w3, oracle, w5)" >&2; exit 2; }
+done
+# wl NAME: whether workload NAME runs
+wl() { [[ "$wls" == *",$1,"* ]]; }
 disk=$1 q=/sys/block/$1/queue
 [ -d "$q" ] || { echo "latbench: no disk $disk" >&2; exit 1; }
 has_adapt=1
@@ -88,6 +103,7 @@ named() {
 	true
 }
 mapfile -t W1P_CONFIGS < <(named static-4096 static-32767 'adapt-*')
+W1S_CONFIGS=("${W1P_CONFIGS[@]}")
 mapfile -t W2_CONFIGS < <(named static-4096 kyber bfq wbt 'adapt-*')
 mapfile -t W3_CONFIGS < <(named static-4096 static-32767 'adapt-*')
 mapfile -t W5_CONFIGS < <(named static-4096 static-32767 kyber bfq wbt 'adapt-*')
@@ -96,6 +112,7 @@ if [ "$has_adapt" = 0 ]; then
 	nocap() { local c; for c in "$@"; do [[ "$c" == adapt-* ]] || echo "$c"; done; }
 	mapfile -t CONFIGS < <(nocap "${CONFIGS[@]}")
 	mapfile -t W1P_CONFIGS < <(nocap "${W1P_CONFIGS[@]}")
+	mapfile -t W1S_CONFIGS < <(nocap "${W1S_CONFIGS[@]}")
 	mapfile -t W2_CONFIGS < <(nocap "${W2_CONFIGS[@]}")
 	mapfile -t W3_CONFIGS < <(nocap "${W3_CONFIGS[@]}")
 	mapfile -t W5_CONFIGS < <(nocap "${W5_CONFIGS[@]}")
@@ -108,11 +125,20 @@ if [ -n "$only" ]; then
 	pick() { local c; for c in "$@"; do [[ "$only" == *",${c%% *},"* ]] && echo "$c"; done; true; }
 	mapfile -t CONFIGS < <(pick "${CONFIGS[@]}")
 	mapfile -t W1P_CONFIGS < <(pick "${W1P_CONFIGS[@]}")
+	mapfile -t W1S_CONFIGS < <(pick "${W1S_CONFIGS[@]}")
 	mapfile -t W2_CONFIGS < <(pick "${W2_CONFIGS[@]}")
 	mapfile -t W3_CONFIGS < <(pick "${W3_CONFIGS[@]}")
 	mapfile -t W5_CONFIGS < <(pick "${W5_CONFIGS[@]}")
 	[[ "$only" == *,oracle,* ]] || quick=1
 fi
+[ "$quick" = 0 ] || wls=${wls/,oracle,/,}
+# a workload left out (-w) has no configurations
+wl w1 || CONFIGS=()
+wl w1p || W1P_CONFIGS=()
+wl w1s || W1S_CONFIGS=()
+wl w2 || W2_CONFIGS=()
+wl w3 || W3_CONFIGS=()
+wl w5 || W5_CONFIGS=()
 
 # apply "NAME MAXKB SCHED WBT ADAPT": stop the controller, set the rest, start
 # it if ADAPT is not 0, then read every setting back: a run must never go
@@ -144,23 +170,34 @@ apply() {
 ev=/sys/kernel/tracing/events/blk_adapt/block_adapt_step
 # trace_on|trace_off FILE: record the controller's steps of one run into FILE.
 trace_on() {
-	[ -d "$ev" ] || return 0
+	[ "$trace" = 1 ] && [ -d "$ev" ] || return 0
 	echo >/sys/kernel/tracing/trace
 	echo 1 >"$ev/enable"
 }
 trace_off() {
-	[ -d "$ev" ] || return 0
+	[ "$trace" = 1 ] && [ -d "$ev" ] || return 0
 	echo 0 >"$ev/enable"
 	grep -v '^#' /sys/kernel/tracing/trace >"$1" || true
 }
 
 # run WORKLOAD JOBFILE CONFIG-NAME ROUND BS QD
+done_runs=0 started=0
 run() {
-	local dir=$out/$1/$3 iomem=mmaphuge:/dev/hugepages/latbench.$$
+	local dir=$out/$1/$3 iomem=mmaphuge:/dev/hugepages/latbench.$$ left
 
 	[ "$1" != w1p ] || iomem=malloc
 	mkdir -p "$dir"
-	printf '[%s] %s %s round %s (bs %s, iodepth %s)\n' "$(date +%T)" "$1" "$3" "$4" "$5" "$6"
+	# the runs so far tell how long one takes; before the first, its
+	# seconds, 2 s of ramp or delay and about 1 s of set-up
+	if [ "$done_runs" = 0 ]; then
+		started=$(date +%s)
+		left=$(( (total_runs * (secs + 3) + 59) / 60 ))
+	else
+		left=$(( (($(date +%s) - started) * (total_runs - done_runs) / done_runs + 59) / 60 ))
+	fi
+	done_runs=$((done_runs + 1))
+	printf '[%s] run %d/%d, about %d min left: %s %s round %s (bs %s, iodepth %s)\n' \
+		"$(date +%T)" "$done_runs" "$total_runs" "$left" "$1" "$3" "$4" "$5" "$6"
 	[[ "$3" != adapt-* ]] || trace_on
 	cat "/sys/block/$disk/stat" >"$dir/r$4.stat"
 	DEV=$disk RUNTIME=$secs BS=$5 QD=$6 IOMEM=$iomem FSDIR=$fs \
@@ -217,13 +254,17 @@ sweep() {
 	done < <(rotate "$r" "$@")
 }
 
+total_runs=$(( reps * (${#CONFIGS[@]} + ${#W1P_CONFIGS[@]} + ${#W1S_CONFIGS[@]} +
+	${#W2_CONFIGS[@]} + ${#W3_CONFIGS[@]} + ${#W5_CONFIGS[@]}) ))
+! wl oracle || total_runs=$((total_runs + reps * 18))
 for r in $(seq 1 "$reps"); do
 	sweep w1 w1-stream-prober.fio 8m 4 "$r" "${CONFIGS[@]}"
 	sweep w1p w1-stream-prober.fio 8m 4 "$r" "${W1P_CONFIGS[@]}"
+	sweep w1s w1s-prober-first.fio 8m 4 "$r" "${W1S_CONFIGS[@]}"
 	sweep w2 w2-writeback-prober.fio 1m 1 "$r" "${W2_CONFIGS[@]}"
 	sweep w3 w3-stream.fio 8m 4 "$r" "${W3_CONFIGS[@]}"
 done
-if [ "$quick" = 0 ]; then
+if wl oracle; then
 	apply "oracle 32767 mq-deadline 0 0"
 	for r in $(seq 1 "$reps"); do
 		while read -r pt; do

@@ -234,6 +234,8 @@ def main():
                    "depth fixed by hand) that meets it", "", g, ""]
     for wl, title in (("w1", "W1: 8 MiB read stream (iodepth 4, hugepage buffers) + 4 KiB prober at 20 IOPS"),
                       ("w1p", "W1p: W1 with ordinary (malloc) buffers"),
+                      ("w1s", "W1s: W1 with the prober running when the stream starts (2 s in); "
+                              "p99 over the whole run, no ramp excluded"),
                       ("w2", "W2: buffered 1 MiB write stream (writeback) + 4 KiB prober at 20 IOPS"),
                       ("w3", "W3: the stream alone"),
                       ("oracle", "Oracle sweep: W1 with the controller off, the stream's block size x iodepth"),
@@ -243,9 +245,12 @@ def main():
             md += [f"### {title}", "", table(res[wl], lone if wl != "w5" else {}), ""]
     open(os.path.join(top, "results.md"), "w").write("\n".join(md))
     json.dump({"meta": meta, "results": res}, open(os.path.join(top, "results.json"), "w"), indent=1)
-    plot(res, os.path.join(top, "p99-vs-throughput.png"))
-    plot_steps(bench, os.path.join(top, "controller-steps.png"))
     print("\n".join(md))
+    try:
+        plot(res, os.path.join(top, "p99-vs-throughput.png"))
+        plot_steps(bench, os.path.join(top, "controller-steps.png"))
+    except ImportError:
+        print("report.py: no plots: python3-matplotlib is not installed", file=sys.stderr)
 
 
 if __name__ == "__main__":

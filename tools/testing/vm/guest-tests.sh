@@ -5,7 +5,8 @@ set -euo pipefail
 
 usage() {
 	cat <<'USAGE'
-usage: guest-tests.sh [-t COLLECTION:TEST]... [--throttled] [--no-timing] [--faults] [--blktrace] KSELFTEST_DIR
+usage: guest-tests.sh [-t COLLECTION:TEST]... [--throttled] [--no-timing] [--faults] [--blktrace]
+                      [--try-disk] KSELFTEST_DIR
 Runs inside the test VM: runs the kselftests installed in KSELFTEST_DIR
 (scripts/build-kselftests.sh; all of them, or those named with -t) into
 $BLKADAPT_OUT/kselftest.ktap, and copies the results of the KUnit suites that
@@ -17,11 +18,13 @@ skips the block tests' checks of latency and throughput (a debug kernel).
 --faults lets the fault tests (block/adapt_faults.sh) inject errors into the
 scratch disks and remove them (ADAPT_SELFTEST_FAULT_DISKS). --blktrace then
 cross-checks the latency accounting against blktrace (lat-blktrace.sh) into
-$BLKADAPT_OUT/blktrace.ktap. With a debug kernel that has kmemleak, a scan
+$BLKADAPT_OUT/blktrace.ktap. --try-disk then runs scripts/try-disk.sh on the
+first scratch disk, its refusals, a short run and a Ctrl-C
+(try-disk-test.sh) into $BLKADAPT_OUT/try-disk.ktap. With a debug kernel that has kmemleak, a scan
 after the tests goes to $BLKADAPT_OUT/kmemleak.ktap.
 USAGE
 }
-tests=() throttled=0 faults=0 blktrace=0 limit=()
+tests=() throttled=0 faults=0 blktrace=0 trydisk=0 limit=()
 while [ $# -gt 1 ]; do
 	case "$1" in
 	-t) tests+=(-t "$2"); shift 2 ;;
@@ -32,6 +35,7 @@ while [ $# -gt 1 ]; do
 	--no-timing) export BLOCK_SELFTEST_NO_TIMING=1; limit=(-o 1200); shift ;;
 	--faults) faults=1; shift ;;
 	--blktrace) blktrace=1; shift ;;
+	--try-disk) trydisk=1; shift ;;
 	*) break ;;
 	esac
 done
@@ -80,6 +84,11 @@ if [ "$blktrace" = 1 ]; then
 	brc=0
 	"$(dirname "$0")/lat-blktrace.sh" | tee "$out/blktrace.ktap" || brc=$?
 	[ "$brc" = 0 ] || [ "$brc" = 4 ] || rc=1
+fi
+if [ "$trydisk" = 1 ]; then
+	trc=0
+	"$(dirname "$0")/try-disk-test.sh" "${scratch[0]}" | tee "$out/try-disk.ktap" || trc=$?
+	[ "$trc" = 0 ] || rc=1
 fi
 
 # kmemleak: what the tests allocated and lost. The first scan reports objects

@@ -1,0 +1,158 @@
+#!/usr/bin/env bash
+# Measure the adaptive caps on your own disk, safely: the latency benchmark's
+# read workloads only, every setting it changes restored, a tarball to mail.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+usage() {
+	cat <<USAGE
+usage: scripts/try-disk.sh [-T MS[,MS...]] [-r ROUNDS] [-t SECONDS] [-q]
+                           [-c NAME[,NAME...]] [-o DIR] [--force] DISK
+Run as root on a kernel with the series (queue/adapt_lat_usec), on a whole
+disk that nothing uses. Runs tools/testing/bench/latbench.sh's read workloads
+on DISK (W1, W1p, W1s, W3 and the oracle sweep; they read the first 3 GiB,
+never write): the adaptive caps at each target (default 20,50,100 ms on a
+rotational disk, 1,2,5 ms on others) beside the static caps and the peers
+(Kyber, BFQ, wbt). Then writes DIR/results.md (the goal tables),
+results.json, the plots (with python3-matplotlib) and DIR.tar.gz to attach
+to a mail. DIR defaults to ./try-disk-DISK-DATE.
+  -r, -t  rounds (default 3) and seconds per run (default 30)
+  -q      short: one round of 6 s runs, no oracle sweep (about 4 minutes)
+  -c      only these configurations (latbench.sh -c)
+  --force also a disk that is mounted, swap, or part of an md/dm device
+          (reads only, but it competes with their I/O and skews the figures)
+Refuses a disk in use, a partition, a kernel without the series; restores
+the scheduler (and its tunables), max_sectors_kb, nr_requests, wbt_lat_usec,
+lat_stats, adapt_lat_usec and nr_hugepages on exit, also on Ctrl-C; leaves
+tracefs alone if events are already enabled there. With three targets a
+round is 43 runs, about 24 minutes of 30 s runs; progress shows the time left.
+USAGE
+}
+targets="" reps=3 secs=30 out="" force=0 extra=()
+while [ $# -gt 0 ]; do
+	case "$1" in
+	-T|-r|-t|-c|-o) [ $# -ge 2 ] || die "$1 needs a value" ;;&
+	-T) targets=$2; shift 2 ;;
+	-r) reps=$2; shift 2 ;;
+	-t) secs=$2; shift 2 ;;
+	-c) extra+=(-c "$2"); shift 2 ;;
+	-o) out=$2; shift 2 ;;
+	-q) reps=1 secs=6 extra+=(-q); shift ;;
+	--force) force=1; shift ;;
+	-h|--help) usage; exit 0 ;;
+	-*) usage >&2; die "unknown option '$1'" ;;
+	*) break ;;
+	esac
+done
+[ $# -eq 1 ] || { usage >&2; die "name one disk"; }
+disk=${1#/dev/}
+[[ "$reps" =~ ^[1-9][0-9]*$ && "$secs" =~ ^[1-9][0-9]*$ ]] || die "-r and -t take positive integers"
+sys=/sys/class/block/$disk q=/sys/block/$disk/queue
+
+# --- refusals: nothing is changed before these pass ---
+[ "$(id -u)" = 0 ] || die "run as root: the benchmark sets queue attributes of $disk"
+for c in fio python3; do command -v "$c" >/dev/null || die "$c is needed (Debian: apt-get install $c)"; done
+[ -e "$sys" ] || die "no block device '$disk' (see lsblk)"
+[ ! -e "$sys/partition" ] || die "$disk is a partition: name the whole disk"
+[ -d "$q" ] || die "$disk is not a disk with a request queue"
+if [ ! -e "$q/adapt_lat_usec" ] || [ ! -e "$q/lat_stats" ]; then
+	die "this kernel ($(uname -r)) lacks the series: no queue/adapt_lat_usec on $disk"
+fi
+[ "$(cat "$sys/size")" -ge $((3 << 21)) ] || die "$disk is smaller than the 3 GiB the workloads read"
+grep -qs '^[^ ]* /dev/hugepages hugetlbfs ' /proc/mounts ||
+	die "W1 needs hugetlbfs on /dev/hugepages (mount -t hugetlbfs none /dev/hugepages)"
+if [ "$force" = 0 ]; then
+	parts=("$disk")
+	for p in "$sys"/"$disk"*/partition; do [ -e "$p" ] && parts+=("$(basename "$(dirname "$p")")"); done
+	for p in "${parts[@]}"; do
+		dev=$(cat "/sys/class/block/$p/dev")
+		if awk -v d="$dev" '$3 == d { found = 1 } END { exit !found }' /proc/self/mountinfo; then
+			die "/dev/$p is mounted: use an unused disk (--force reads it anyway)"
+		fi
+		if awk -v d="/dev/$p" 'NR > 1 && $1 == d { found = 1 } END { exit !found }' /proc/swaps; then
+			die "/dev/$p is swap: use an unused disk (--force reads it anyway)"
+		fi
+		for h in "/sys/class/block/$p/holders"/*; do
+			[ -e "$h" ] || continue
+			die "/dev/$p is part of $(basename "$h") ($(cat "$h/dm/name" 2>/dev/null || cat "$h/md/level" 2>/dev/null || echo in use)): use an unused disk (--force reads it anyway)"
+		done
+	done
+fi
+if [ -z "$targets" ]; then
+	if [ "$(cat "$q/rotational")" = 1 ]; then targets=20,50,100; else targets=1,2,5; fi
+fi
+out=${out:-try-disk-$disk-$(date +%Y%m%d-%H%M%S)}
+[ ! -e "$out" ] || die "$out exists: name another directory with -o"
+
+# --- every setting the benchmark changes, saved, and restored on exit ---
+saved=()
+save() { [ -w "$1" ] && saved+=("$1" "$(sed -n 's/.*\[\(.*\)\].*/\1/p;t;p' "$1")"); true; }
+restore() {
+	local i f v
+	set +e
+	for ((i = 0; i < ${#saved[@]}; i += 2)); do
+		f=${saved[i]} v=${saved[i + 1]}
+		[ -e "$f" ] || continue
+		[ "$(sed -n 's/.*\[\(.*\)\].*/\1/p;t;p' "$f")" = "$v" ] && continue
+		# wbt: -1 is its default; a value written by hand would stay as "manual"
+		if [[ "$f" == */wbt_lat_usec ]]; then
+			echo -1 >"$f" 2>/dev/null
+			[ "$(cat "$f")" = "$v" ] && continue
+		fi
+		echo "$v" >"$f" 2>/dev/null || echo "try-disk: could not restore $f to $v" >&2
+	done
+	set -e
+}
+# the controller off first; the scheduler before its tunables and nr_requests
+save "$q/adapt_lat_usec"
+save "$q/scheduler"
+for f in "$q"/iosched/*; do save "$f"; done
+for f in nr_requests max_sectors_kb wbt_lat_usec lat_stats adapt_min_sectors_kb; do save "$q/$f"; done
+save /proc/sys/vm/nr_hugepages
+bench=""
+cleanup() {
+	trap - EXIT INT TERM
+	if [ -n "$bench" ] && kill -0 "$bench" 2>/dev/null; then
+		log "try-disk: stopping the benchmark"
+		kill -TERM -- "-$bench" 2>/dev/null || true
+		wait "$bench" 2>/dev/null || true
+		# a killed fio leaves its huge page buffer (latbench.sh names it by its pid)
+		rm -f "/dev/hugepages/latbench.$bench"
+	fi
+	restore
+	log "try-disk: settings of $disk restored"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# tracefs: record the controller's steps only when nobody else traces
+notrace=(-n)
+tr=/sys/kernel/tracing
+if [ -w "$tr/set_event" ] && [ -z "$(cat "$tr/set_event")" ] &&
+   [ "$(cat "$tr/current_tracer")" = nop ]; then
+	notrace=()
+fi
+
+mkdir -p "$out"
+out=$(realpath "$out")
+{
+	echo "kernel: $(uname -a)"
+	for f in vendor model rev; do echo "$f: $(cat "/sys/block/$disk/device/$f" 2>/dev/null || echo -)"; done
+	for f in rotational max_hw_sectors_kb max_sectors_kb nr_requests scheduler write_cache; do
+		echo "queue/$f: $(cat "$q/$f")"
+	done
+	echo "queue_depth: $(cat "/sys/block/$disk/device/queue_depth" 2>/dev/null || echo -)"
+	echo "command: scripts/try-disk.sh -T $targets -r $reps -t $secs ${extra[*]} $disk"
+} >"$out/system.txt"
+log "try-disk: $disk ($(sed -n 's/^model: //p' "$out/system.txt")), targets $targets ms," \
+	"$reps round(s) of $secs s runs, reads only; results in $out"
+# its own session: a Ctrl-C here stops it (and its fio) through cleanup
+BLKADAPT_OUT=$out setsid "$REPO/tools/testing/bench/latbench.sh" -w w1,w1p,w1s,w3,oracle \
+	-T "$targets" -r "$reps" -t "$secs" "${notrace[@]}" "${extra[@]}" "$disk" &
+bench=$!
+wait "$bench" || die "the benchmark failed (its output is above)"
+bench=""
+python3 "$REPO/tools/testing/bench/report.py" "$out" >/dev/null
+tar -czf "$out.tar.gz" -C "$(dirname "$out")" "$(basename "$out")"
+log "try-disk: goal tables in $out/results.md; please attach $out.tar.gz to your reply"

@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# Guest job: scripts/try-disk.sh on a scratch disk, as a user would run it on
+# theirs. KTAP on standard output.
+set -euo pipefail
+
+usage() {
+	cat <<'USAGE'
+usage: try-disk-test.sh DISK
+Runs inside the test VM on scratch disk DISK (its data is overwritten):
+  - refusals: an unknown option, a disk that does not exist, the disk
+    mounted, the disk under a device-mapper target; each leaves every
+    setting as it was;
+  - a short run (-q, static-4096 and the controller at 50 ms): exit 0, the
+    goal table, the JSON with every read workload, the tarball, not one
+    write to the disk, every setting back;
+  - a Ctrl-C during a run: exit 130, every setting back (the scheduler and
+    its tunables too), no fio left, no huge page buffer left.
+Settings are odd values set beforehand, so that a restore cannot pass by
+accident. Writes its runs under $BLKADAPT_OUT/try-disk.
+USAGE
+}
+case "${1:-}" in -h|--help) usage; exit 0 ;; esac
+if [ $# -ne 1 ] || [ ! -b "/dev/$1" ]; then usage >&2; exit 2; fi
+disk=$1 q=/sys/block/$1/queue
+try=$(realpath "$(dirname "$0")/../../../scripts/try-disk.sh")
+out=${BLKADAPT_OUT:?not running inside the VM}/try-disk
+rm -rf "$out" && mkdir -p "$out"
+n=0 failed=0
+
+ok() {	# ok RC NAME
+	n=$((n + 1))
+	if [ "$1" = 0 ]; then echo "ok $n $2"; else echo "not ok $n $2"; failed=1; fi
+}
+
+# settings: what try-disk.sh must leave as it found it
+settings() {
+	local f
+	for f in scheduler nr_requests max_sectors_kb wbt_lat_usec lat_stats adapt_lat_usec \
+		iosched/read_lat_nsec; do
+		printf '%s=%s ' "$f" "$(cat "$q/$f" 2>/dev/null || echo -)"
+	done
+	echo "hugepages=$(cat /proc/sys/vm/nr_hugepages)"
+}
+# odd values: kyber with its own read target, a small queue and cap, wbt by
+# hand, the controller on at 70 ms, 3 huge pages
+echo kyber >"$q/scheduler"
+echo 3000000 >"$q/iosched/read_lat_nsec"
+echo 32 >"$q/nr_requests"
+echo 512 >"$q/max_sectors_kb"
+echo 12345 >"$q/wbt_lat_usec"
+echo 70000 >"$q/adapt_lat_usec"
+echo 3 >/proc/sys/vm/nr_hugepages
+before=$(settings)
+
+# refuses RC PATTERN ARG...: try-disk.sh ARG... exits RC, says PATTERN, changes nothing
+refuses() {
+	local rc=$1 pat=$2 got=0
+	shift 2
+	"$try" "$@" >"$out/refusal.log" 2>&1 || got=$?
+	[ "$got" = "$rc" ] && grep -q "$pat" "$out/refusal.log" && [ "$(settings)" = "$before" ] && return 0
+	echo "# exit $got (not $rc): $(tail -n 2 "$out/refusal.log")"
+	echo "# settings now: $(settings)"
+	return 1
+}
+
+echo "KTAP version 1"
+echo "1..7"
+echo "# settings before: $before"
+rc=0; refuses 1 "unknown option" --bogus "$disk" || rc=1
+ok "$rc" "try-disk: an unknown option is refused"
+rc=0; refuses 1 "no block device" "no_such_disk" || rc=1
+ok "$rc" "try-disk: a disk that does not exist is refused"
+
+rc=0
+mkfs.ext4 -q -F "/dev/$disk"
+mkdir -p /mnt/try-disk && mount -t ext4 "/dev/$disk" /mnt/try-disk
+refuses 1 "is mounted" "$disk" || rc=1
+umount /mnt/try-disk
+ok "$rc" "try-disk: a mounted disk is refused"
+
+rc=0
+dmsetup create --noudevsync try_disk_test --table "0 2048 linear /dev/$disk 0"
+refuses 1 "is part of dm-[0-9]* (try_disk_test)" "$disk" || rc=1
+dmsetup remove --noudevsync try_disk_test
+ok "$rc" "try-disk: a disk under a device-mapper target is refused"
+
+# a short run: reads only, the goal table, the JSON, the tarball, settings back
+rc=0
+read -r _ _ _ _ w0 _ </sys/block/"$disk"/stat
+"$try" -q -T 50 -c static-4096,adapt-50ms -o "$out/run" "$disk" >"$out/run.log" 2>&1 || rc=$?
+read -r _ _ _ _ w1 _ </sys/block/"$disk"/stat
+sed -n '/^### Goal at 50 ms/,/^### [^G]/p' "$out/run/results.md" 2>/dev/null | grep '^|' | sed 's/^/# /' || true
+if [ "$rc" = 0 ] && grep -q '^| adapt-50ms |' "$out/run/results.md" &&
+   python3 - "$out/run/results.json" <<-'PY' &&
+	import json, sys
+	r = json.load(open(sys.argv[1]))["results"]
+	want = {"w1", "w1p", "w1s", "w3"}
+	sys.exit(not (set(r) == want and all("adapt-50ms" in r[w] and "static-4096" in r[w] for w in want)))
+	PY
+   list=$(tar -tzf "$out/run.tar.gz") && grep -qx 'run/results.md' <<<"$list" &&
+   grep -qx 'run/system.txt' <<<"$list"; then
+	ok 0 "try-disk: a short run writes the goal table, the JSON and the tarball"
+else
+	tail -n 5 "$out/run.log" | sed 's/^/# /'
+	echo "# exit $rc; tarball: $(tar -tzf "$out/run.tar.gz" 2>&1 | tr '\n' ' ')"
+	ok 1 "try-disk: a short run writes the goal table, the JSON and the tarball"
+fi
+echo "# writes to $disk during the run: $((w1 - w0))"
+[ "$(settings)" = "$before" ] || echo "# settings now: $(settings)"
+ok "$([ "$w1" = "$w0" ] && [ "$(settings)" = "$before" ] && echo 0 || echo 1)" \
+	"try-disk: the run wrote nothing to the disk and restored every setting"
+
+# Ctrl-C: the terminal sends SIGINT to the foreground process group; job
+# control gives the run a group of its own, as a shell gives a command
+rc=0
+set -m
+"$try" -q -T 50 -c static-4096,adapt-50ms -o "$out/int" "$disk" >"$out/int.log" 2>&1 &
+pid=$!
+set +m
+for _ in $(seq 1 120); do
+	grep -q 'run 2/' "$out/int.log" && break
+	sleep 0.5
+done
+grep -q 'run 2/' "$out/int.log" || { echo "# the run did not reach its second run"; rc=1; }
+sleep 2
+kill -INT -- "-$pid"
+got=0
+wait "$pid" || got=$?
+left=$(grep -lx fio /proc/[0-9]*/comm 2>/dev/null || true)
+[ "$got" = 130 ] || { echo "# exit $got, not 130"; rc=1; }
+[ "$(settings)" = "$before" ] || { echo "# settings now: $(settings)"; rc=1; }
+[ -z "$left" ] || { echo "# fio still running: $left"; rc=1; }
+! ls /dev/hugepages/latbench.* >/dev/null 2>&1 || { echo "# huge page buffers left"; rc=1; }
+ok "$rc" "try-disk: Ctrl-C stops the run and restores every setting"
+exit "$failed"
