@@ -8,7 +8,7 @@ RESULTS_DIR holds bench/meta.json and bench/<workload>/<config>/r<N>.json
 (every run's figures and the medians), p99-vs-throughput.png (the
 prober's p99 against the stream's throughput, one point per configuration
 with the range over rounds, and the oracle frontier) and controller-steps.png
-(the controller's size cap, depth cap and window p99 over one W1 run per
+(the controller's size cap, depth cap and judged p99 over one W1 run per
 target, from the block_adapt_step trace). One goal table per latency target:
 the controller against the oracle point of most throughput that meets the
 target, and against every static cap and peer. Uses Debian's
@@ -171,7 +171,7 @@ def plot_steps(bench, path):
         axs[2].plot(t, [x[1] / 1e3 for x in st], ".", ms=3, label=cfg)
     axs[0].set_ylabel("size cap, MiB")
     axs[1].set_ylabel("depth cap")
-    axs[2].set_ylabel("window p99, ms (log)")
+    axs[2].set_ylabel("p99 the law judged, ms (log)")
     axs[2].set_yscale("log")
     axs[2].set_xlabel("seconds into the run (W1, round 1; block_adapt_step tracepoint)")
     for a in axs:
