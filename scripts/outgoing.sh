@@ -129,7 +129,7 @@ Tested in QEMU (x86_64, TCG) on AHCI ide-hd disks and null_blk: KUnit
 blk-lat ($(kcases blk-lat-test.c) cases) and blk-adapt ($(kcases blk-adapt-test.c) cases, the control law against
 device models); kselftests drivers/ata, block/lat_stats, block/adapt and
 block/adapt_monitor (null_blk and emulated SATA disks, fio verify on
-every load); a build
+the adaptive caps' loads); a build
 after every patch; checkpatch --strict, W=1, sparse and kernel-doc on the
 files each patch touches; the block kselftests' functional checks on a
 lockdep kernel, with a clean console.
@@ -170,8 +170,9 @@ disk, swap or a member of an md/dm device; it only reads, and restores
 every queue setting it changes, also on Ctrl-C). "-q sdX" takes about
 4 minutes; without -q, 3 rounds of 30 s runs with the oracle sweep take
 about 25 minutes a round. Watch it with tools/block/adapt_monitor.py, and
-reply with the tarball it writes: the goal tables, the JSON, the plots
-and the disk's model.
+reply with the results.md it writes inline (the goal tables) and its
+tarball (the JSON, the plots, the kernel version and the disk's model)
+attached or linked.
 
 TEXT
 	# The base commit's subject names its origin: "Linux X.Y.Z (Debian package ...)".

@@ -22,22 +22,23 @@ to a mail. DIR defaults to ./try-disk-DISK-DATE.
   --force also a disk that is mounted, swap, or part of an md/dm device
           (reads only, but it competes with their I/O and skews the figures)
 Refuses a disk in use, a partition, a kernel without the series; restores
-the scheduler (and its tunables), max_sectors_kb, nr_requests, wbt_lat_usec,
-lat_stats, adapt_lat_usec and nr_hugepages on exit, also on Ctrl-C; leaves
-tracefs alone if events are already enabled there. With three targets a
+the scheduler (and its tunables), max_sectors_kb, nr_requests, async_depth,
+lat_stats, adapt_lat_usec and nr_hugepages on exit, also on Ctrl-C; never
+writes wbt_lat_usec (wbt throttles writes only; the wbt configuration is
+left out); leaves tracefs alone if events are already enabled there. With three targets a
 round is 43 runs, about 24 minutes of 30 s runs; progress shows the time left.
 USAGE
 }
-targets="" reps=3 secs=30 out="" force=0 extra=()
+targets="" reps=3 secs=30 out="" force=0 quick=0 only="" extra=()
 while [ $# -gt 0 ]; do
 	case "$1" in
 	-T|-r|-t|-c|-o) [ $# -ge 2 ] || die "$1 needs a value" ;;&
 	-T) targets=$2; shift 2 ;;
 	-r) reps=$2; shift 2 ;;
 	-t) secs=$2; shift 2 ;;
-	-c) extra+=(-c "$2"); shift 2 ;;
+	-c) only=$2 extra+=(-c "$2"); shift 2 ;;
 	-o) out=$2; shift 2 ;;
-	-q) reps=1 secs=6 extra+=(-q); shift ;;
+	-q) quick=1; shift ;;
 	--force) force=1; shift ;;
 	-h|--help) usage; exit 0 ;;
 	-*) usage >&2; die "unknown option '$1'" ;;
@@ -47,6 +48,7 @@ done
 [ $# -eq 1 ] || { usage >&2; die "name one disk"; }
 disk=${1#/dev/}
 [[ "$reps" =~ ^[1-9][0-9]*$ && "$secs" =~ ^[1-9][0-9]*$ ]] || die "-r and -t take positive integers"
+[ "$quick" = 0 ] || { reps=1 secs=6 extra+=(-q); }
 sys=/sys/class/block/$disk q=/sys/block/$disk/queue
 
 # --- refusals: nothing is changed before these pass ---
@@ -59,6 +61,7 @@ if [ ! -e "$q/adapt_lat_usec" ] || [ ! -e "$q/lat_stats" ]; then
 	die "this kernel ($(uname -r)) lacks the series: no queue/adapt_lat_usec on $disk"
 fi
 [ "$(cat "$sys/size")" -ge $((3 << 21)) ] || die "$disk is smaller than the 3 GiB the workloads read"
+[ -e /proc/sys/vm/nr_hugepages ] || die "W1 needs huge pages: this kernel lacks CONFIG_HUGETLBFS"
 grep -qs '^[^ ]* /dev/hugepages hugetlbfs ' /proc/mounts ||
 	die "W1 needs hugetlbfs on /dev/hugepages (mount -t hugetlbfs none /dev/hugepages)"
 if [ "$force" = 0 ]; then
@@ -77,6 +80,13 @@ if [ "$force" = 0 ]; then
 			die "/dev/$p is part of $(basename "$h") ($(cat "$h/dm/name" 2>/dev/null || cat "$h/md/level" 2>/dev/null || echo in use)): use an unused disk (--force reads it anyway)"
 		done
 	done
+	# what the checks above miss (btrfs, other namespaces): an exclusive
+	# open fails with EBUSY while anyone holds the device
+	for p in "${parts[@]}"; do
+		python3 -c 'import os, sys; os.close(os.open(sys.argv[1], os.O_RDONLY | os.O_EXCL))' \
+			"/dev/$p" 2>/dev/null ||
+			die "/dev/$p is in use (a file system, swap, md or dm holds it): use an unused disk (--force reads it anyway)"
+	done
 fi
 if [ -z "$targets" ]; then
 	if [ "$(cat "$q/rotational")" = 1 ]; then targets=20,50,100; else targets=1,2,5; fi
@@ -85,33 +95,44 @@ out=${out:-try-disk-$disk-$(date +%Y%m%d-%H%M%S)}
 [ ! -e "$out" ] || die "$out exists: name another directory with -o"
 
 # --- every setting the benchmark changes, saved, and restored on exit ---
+value() { sed -n 's/.*\[\(.*\)\].*/\1/p;t;p' "$1"; }	# the scheduler's choice, or the value
 saved=()
-save() { [ -w "$1" ] && saved+=("$1" "$(sed -n 's/.*\[\(.*\)\].*/\1/p;t;p' "$1")"); true; }
+save() { local v; v=$(value "$1" 2>/dev/null) && saved+=("$1" "$v"); true; }
 restore() {
 	local i f v
-	set +e
+	# the controller off while the rest goes back; its start, last, turns
+	# wbt's default off again if it was on
+	echo 0 >"$q/adapt_lat_usec" 2>/dev/null
 	for ((i = 0; i < ${#saved[@]}; i += 2)); do
 		f=${saved[i]} v=${saved[i + 1]}
 		[ -e "$f" ] || continue
-		[ "$(sed -n 's/.*\[\(.*\)\].*/\1/p;t;p' "$f")" = "$v" ] && continue
-		# wbt: -1 is its default; a value written by hand would stay as "manual"
-		if [[ "$f" == */wbt_lat_usec ]]; then
-			echo -1 >"$f" 2>/dev/null
-			[ "$(cat "$f")" = "$v" ] && continue
+		[ "$(value "$f")" = "$v" ] && continue
+		# 0 is the disk's own default: written back as a number it would
+		# stay as the user's setting
+		if [[ "$f" == */max_sectors_kb ]]; then
+			echo 0 >"$f" 2>/dev/null
+			[ "$(value "$f")" = "$v" ] && continue
 		fi
 		echo "$v" >"$f" 2>/dev/null || echo "try-disk: could not restore $f to $v" >&2
 	done
-	set -e
+	echo "$adapt" >"$q/adapt_lat_usec" 2>/dev/null ||
+		echo "try-disk: could not restore $q/adapt_lat_usec to $adapt" >&2
 }
-# the controller off first; the scheduler before its tunables and nr_requests
-save "$q/adapt_lat_usec"
+# the scheduler before its tunables and nr_requests, nr_requests before async_depth
+adapt=$(cat "$q/adapt_lat_usec")
 save "$q/scheduler"
 for f in "$q"/iosched/*; do save "$f"; done
-for f in nr_requests max_sectors_kb wbt_lat_usec lat_stats adapt_min_sectors_kb; do save "$q/$f"; done
+# (not wbt_lat_usec: the benchmark never writes it, and a write would put
+# wbt in manual mode for good)
+for f in nr_requests async_depth max_sectors_kb lat_stats adapt_min_sectors_kb; do
+	[ ! -e "$q/$f" ] || save "$q/$f"
+done
 save /proc/sys/vm/nr_hugepages
 bench=""
 cleanup() {
-	trap - EXIT INT TERM
+	# a second Ctrl-C, or a hang-up, must not cut the restore short
+	trap '' INT TERM HUP
+	set +e
 	if [ -n "$bench" ] && kill -0 "$bench" 2>/dev/null; then
 		log "try-disk: stopping the benchmark"
 		kill -TERM -- "-$bench" 2>/dev/null || true
@@ -125,6 +146,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
+trap 'exit 129' HUP
+
 
 # tracefs: record the controller's steps only when nobody else traces
 notrace=(-n)
@@ -137,7 +160,7 @@ fi
 mkdir -p "$out"
 out=$(realpath "$out")
 {
-	echo "kernel: $(uname -a)"
+	echo "kernel: $(uname -srvm)"
 	for f in vendor model rev; do echo "$f: $(cat "/sys/block/$disk/device/$f" 2>/dev/null || echo -)"; done
 	for f in rotational max_hw_sectors_kb max_sectors_kb nr_requests scheduler write_cache; do
 		echo "queue/$f: $(cat "$q/$f")"
@@ -147,9 +170,17 @@ out=$(realpath "$out")
 } >"$out/system.txt"
 log "try-disk: $disk ($(sed -n 's/^model: //p' "$out/system.txt")), targets $targets ms," \
 	"$reps round(s) of $secs s runs, reads only; results in $out"
+
+# the schedulers the configurations need (modules load on demand)
+for s in kyber bfq; do
+	if [ -z "$only" ] || [[ ",$only," == *",$s,"* ]]; then
+		echo "$s" >"$q/scheduler" 2>/dev/null ||
+			die "$disk cannot use the $s scheduler (CONFIG_MQ_IOSCHED_KYBER, CONFIG_IOSCHED_BFQ); -c leaves it out"
+	fi
+done
 # its own session: a Ctrl-C here stops it (and its fio) through cleanup
 BLKADAPT_OUT=$out setsid "$REPO/tools/testing/bench/latbench.sh" -w w1,w1p,w1s,w3,oracle \
-	-T "$targets" -r "$reps" -t "$secs" "${notrace[@]}" "${extra[@]}" "$disk" &
+	-k -T "$targets" -r "$reps" -t "$secs" "${notrace[@]}" "${extra[@]}" "$disk" &
 bench=$!
 wait "$bench" || die "the benchmark failed (its output is above)"
 bench=""

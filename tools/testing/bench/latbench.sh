@@ -7,7 +7,7 @@ set -euo pipefail
 usage() {
 	cat <<'USAGE'
 usage: latbench.sh [-r REPS] [-t SECONDS] [-T MS[,MS...]] [-q] [-c NAME[,NAME...]]
-                   [-w WORKLOAD[,WORKLOAD...]] [-n] DISK
+                   [-w WORKLOAD[,WORKLOAD...]] [-n] [-k] DISK
 Runs inside the test VM, on DISK (e.g. sda, 8 GiB or more; W2 overwrites
 4-6 GiB, W5 makes an ext4 file system on all of it):
   W1  the stream (8 MiB reads, iodepth 4, hugepage buffers) + a 4 KiB
@@ -37,6 +37,9 @@ SECONDS per run (default 15, plus 2 s of ramp).
 -w: only these workloads (w1, w1p, w1s, w2, w3, oracle, w5; default all);
     w1,w1p,w1s,w3,oracle only read the disk.
 -n: leave tracefs alone (no block_adapt_step traces are recorded).
+-k: keep wbt_lat_usec as it is (writing it puts wbt in manual mode for
+    good); the wbt configuration is left out.
+Without W2 and W5, fio runs with --readonly: nothing can write the disk.
 Prints each run as it starts, with the time the rest will take.
 Writes $BLKADAPT_OUT/bench/<workload>/<configuration>/r<round>.json (fio's),
 r<round>.stat (the disk's stat file before and after the run), for W5
@@ -44,7 +47,7 @@ r<round>.copy (bytes the disk wrote, milliseconds) and $BLKADAPT_OUT/bench/meta.
 USAGE
 }
 
-reps=2 secs=15 quick=0 only="" targets=20,50 wls=,w1,w1p,w1s,w2,w3,oracle,w5, trace=1
+reps=2 secs=15 quick=0 only="" targets=20,50 wls=,w1,w1p,w1s,w2,w3,oracle,w5, trace=1 keepwbt=0
 while [ $# -gt 0 ]; do
 	case "$1" in
 	-r) reps=$2; shift 2 ;;
@@ -54,6 +57,7 @@ while [ $# -gt 0 ]; do
 	-c) only=",$2,"; shift 2 ;;
 	-w) wls=",$2,"; shift 2 ;;
 	-n) trace=0; shift ;;
+	-k) keepwbt=1; shift ;;
 	-h|--help) usage; exit 0 ;;
 	-*) usage >&2; exit 2 ;;
 	*) break ;;
@@ -108,6 +112,12 @@ mapfile -t W2_CONFIGS < <(named static-4096 kyber bfq wbt 'adapt-*')
 mapfile -t W3_CONFIGS < <(named static-4096 static-32767 'adapt-*')
 mapfile -t W5_CONFIGS < <(named static-4096 static-32767 kyber bfq wbt 'adapt-*')
 
+if [ "$keepwbt" = 1 ]; then
+	nowbt() { local c; for c in "$@"; do [[ "$c" == "wbt "* ]] || echo "$c"; done; }
+	mapfile -t CONFIGS < <(nowbt "${CONFIGS[@]}")
+	mapfile -t W2_CONFIGS < <(nowbt "${W2_CONFIGS[@]}")
+	mapfile -t W5_CONFIGS < <(nowbt "${W5_CONFIGS[@]}")
+fi
 if [ "$has_adapt" = 0 ]; then
 	nocap() { local c; for c in "$@"; do [[ "$c" == adapt-* ]] || echo "$c"; done; }
 	mapfile -t CONFIGS < <(nocap "${CONFIGS[@]}")
@@ -153,11 +163,11 @@ apply() {
 	[ "$has_adapt" = 0 ] || echo 0 >"$q/adapt_lat_usec"
 	echo "$sched" >"$q/scheduler"
 	echo "$maxkb" >"$q/max_sectors_kb"
-	[ -e "$q/wbt_lat_usec" ] && echo "$wbt" >"$q/wbt_lat_usec"
+	[ -e "$q/wbt_lat_usec" ] && [ "$keepwbt" = 0 ] && echo "$wbt" >"$q/wbt_lat_usec"
 	[ "$has_adapt" = 0 ] || echo "$lat" >"$q/adapt_lat_usec"
 	got="$(sed -n 's/.*\[\(.*\)\].*/\1/p' "$q/scheduler") $(cat "$q/max_sectors_kb")"
 	want="$sched $maxkb"
-	if [ -e "$q/wbt_lat_usec" ]; then
+	if [ -e "$q/wbt_lat_usec" ] && [ "$keepwbt" = 0 ]; then
 		got+=" $(cat "$q/wbt_lat_usec")" want+=" $wbt"
 	fi
 	if [ "$has_adapt" = 1 ]; then
@@ -201,7 +211,7 @@ run() {
 	[[ "$3" != adapt-* ]] || trace_on
 	cat "/sys/block/$disk/stat" >"$dir/r$4.stat"
 	DEV=$disk RUNTIME=$secs BS=$5 QD=$6 IOMEM=$iomem FSDIR=$fs \
-		fio --output-format=json --output="$dir/r$4.json" "$jobs/$2"
+		fio "${readonly[@]}" --output-format=json --output="$dir/r$4.json" "$jobs/$2"
 	cat "/sys/block/$disk/stat" >>"$dir/r$4.stat"
 	[[ "$3" != adapt-* ]] || trace_off "$dir/r$4.trace"
 	rm -f "/dev/hugepages/latbench.$$"
@@ -217,16 +227,26 @@ rotate() {	# rotate ROUND ITEM...: the items, starting at ROUND mod count
 	done
 }
 
+readonly=()
+wl w2 || wl w5 || readonly=(--readonly)
 fs=/mnt/latbench-fs copier=""
 huge=$(cat /proc/sys/vm/nr_hugepages)
 echo $((huge + 80)) >/proc/sys/vm/nr_hugepages
 cleanup() {
 	[ -z "$copier" ] || kill "$copier" 2>/dev/null || true
+	[ "$trace" = 0 ] || [ ! -d "$ev" ] || echo 0 >"$ev/enable"
 	[ "$has_adapt" = 0 ] || echo 0 >"$q/adapt_lat_usec"
 	echo "$huge" >/proc/sys/vm/nr_hugepages
 	! mountpoint -q "$fs" || umount "$fs"
 }
 trap cleanup EXIT
+# the stream's 8 MiB x 4 buffers need 16 huge pages of 2 MiB (W1p uses none)
+if [ ${#CONFIGS[@]} -gt 0 ] || [ ${#W1S_CONFIGS[@]} -gt 0 ] || [ ${#W3_CONFIGS[@]} -gt 0 ] ||
+   wl oracle; then
+	got=$(cat /proc/sys/vm/nr_hugepages)
+	[ "$got" -ge $((huge + 16)) ] || { echo "latbench: only $((got - huge)) huge pages" \
+		"could be reserved (memory too fragmented?); W1p alone needs none" >&2; exit 1; }
+fi
 
 python3 - "$out/meta.json" "$disk" "$reps" "$secs" "$targets" <<'PY'
 import json, os, platform, sys, time

@@ -85,7 +85,10 @@ if [ "$blktrace" = 1 ]; then
 	"$(dirname "$0")/lat-blktrace.sh" | tee "$out/blktrace.ktap" || brc=$?
 	[ "$brc" = 0 ] || [ "$brc" = 4 ] || rc=1
 fi
-if [ "$trydisk" = 1 ]; then
+if [ "$trydisk" = 1 ] && [ ${#scratch[@]} -eq 0 ]; then
+	echo "guest-tests: --try-disk: no scratch disk" >&2
+	rc=1
+elif [ "$trydisk" = 1 ]; then
 	trc=0
 	"$(dirname "$0")/try-disk-test.sh" "${scratch[0]}" | tee "$out/try-disk.ktap" || trc=$?
 	[ "$trc" = 0 ] || rc=1

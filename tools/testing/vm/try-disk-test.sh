@@ -7,16 +7,19 @@ usage() {
 	cat <<'USAGE'
 usage: try-disk-test.sh DISK
 Runs inside the test VM on scratch disk DISK (its data is overwritten):
-  - refusals: an unknown option, a disk that does not exist, the disk
-    mounted, the disk under a device-mapper target; each leaves every
-    setting as it was;
+  - refusals: an unknown option, a disk that does not exist, a partition,
+    the disk mounted, a partition of it mounted, the disk under a
+    device-mapper target; each leaves every setting as it was;
   - a short run (-q, static-4096 and the controller at 50 ms): exit 0, the
     goal table, the JSON with every read workload, the tarball, not one
     write to the disk, every setting back;
-  - a Ctrl-C during a run: exit 130, every setting back (the scheduler and
-    its tunables too), no fio left, no huge page buffer left.
+  - a Ctrl-C during a run of the controller: exit 130, every setting back
+    (the scheduler and its tunables, wbt's mode, the tracepoint too), no
+    fio left, no huge page buffer left.
 Settings are odd values set beforehand, so that a restore cannot pass by
-accident. Writes its runs under $BLKADAPT_OUT/try-disk.
+accident; wbt stays in its default mode, which a write would end. Writes
+its runs under $BLKADAPT_OUT/try-disk; puts the disk's settings back at
+the end.
 USAGE
 }
 case "${1:-}" in -h|--help) usage; exit 0 ;; esac
@@ -35,19 +38,24 @@ ok() {	# ok RC NAME
 # settings: what try-disk.sh must leave as it found it
 settings() {
 	local f
-	for f in scheduler nr_requests max_sectors_kb wbt_lat_usec lat_stats adapt_lat_usec \
-		iosched/read_lat_nsec; do
+	for f in scheduler nr_requests async_depth max_sectors_kb wbt_lat_usec lat_stats \
+		adapt_lat_usec iosched/read_lat_nsec iosched/write_lat_nsec; do
 		printf '%s=%s ' "$f" "$(cat "$q/$f" 2>/dev/null || echo -)"
 	done
+	printf 'wbt_mode=%s ' "$(cat "/sys/kernel/debug/block/$disk/rqos/wbt/enabled" 2>/dev/null || echo -)"
+	printf 'trace=%s ' "$(cat /sys/kernel/tracing/events/blk_adapt/block_adapt_step/enable)"
 	echo "hugepages=$(cat /proc/sys/vm/nr_hugepages)"
 }
-# odd values: kyber with its own read target, a small queue and cap, wbt by
-# hand, the controller on at 70 ms, 3 huge pages
+# odd values: kyber with its own targets, a small queue and cap, the
+# controller on at 70 ms, 3 huge pages
+orig=(scheduler "$(sed 's/.*\[\(.*\)\].*/\1/' "$q/scheduler")" nr_requests "$(cat "$q/nr_requests")"
+	max_sectors_kb "$(cat "$q/max_sectors_kb")" adapt_lat_usec "$(cat "$q/adapt_lat_usec")")
+hugepages=$(cat /proc/sys/vm/nr_hugepages)
 echo kyber >"$q/scheduler"
 echo 3000000 >"$q/iosched/read_lat_nsec"
+echo 7000000 >"$q/iosched/write_lat_nsec"
 echo 32 >"$q/nr_requests"
 echo 512 >"$q/max_sectors_kb"
-echo 12345 >"$q/wbt_lat_usec"
 echo 70000 >"$q/adapt_lat_usec"
 echo 3 >/proc/sys/vm/nr_hugepages
 before=$(settings)
@@ -64,17 +72,38 @@ refuses() {
 }
 
 echo "KTAP version 1"
-echo "1..7"
+echo "1..9"
 echo "# settings before: $before"
 rc=0; refuses 1 "unknown option" --bogus "$disk" || rc=1
 ok "$rc" "try-disk: an unknown option is refused"
 rc=0; refuses 1 "no block device" "no_such_disk" || rc=1
 ok "$rc" "try-disk: a disk that does not exist is refused"
 
+# one partition from 1 MiB on (an MBR written by hand: no fdisk needed)
+rc=0
+{
+	dd if=/dev/zero bs=446 count=1 status=none
+	printf '\x00\x00\x00\x00\x83\x00\x00\x00\x00\x08\x00\x00\x00\x00\x20\x00'
+	dd if=/dev/zero bs=48 count=1 status=none
+	printf '\x55\xaa'
+} | dd of="/dev/$disk" bs=512 count=1 iflag=fullblock conv=notrunc,fsync status=none
+blockdev --rereadpt "/dev/$disk"
+part=$(basename "$(dirname "$(ls /sys/class/block/"$disk"/*/partition)")")
+refuses 1 "is a partition" "$part" || rc=1
+ok "$rc" "try-disk: a partition is refused"
+rc=0
+mkfs.ext4 -q -F "/dev/$part"
+mkdir -p /mnt/try-disk && mount -t ext4 "/dev/$part" /mnt/try-disk
+refuses 1 "/dev/$part is mounted" "$disk" || rc=1
+umount /mnt/try-disk
+dd if=/dev/zero of="/dev/$disk" bs=1M count=1 conv=fsync status=none
+blockdev --rereadpt "/dev/$disk"
+ok "$rc" "try-disk: a disk with a mounted partition is refused"
+
 rc=0
 mkfs.ext4 -q -F "/dev/$disk"
 mkdir -p /mnt/try-disk && mount -t ext4 "/dev/$disk" /mnt/try-disk
-refuses 1 "is mounted" "$disk" || rc=1
+refuses 1 "/dev/$disk is mounted" "$disk" || rc=1
 umount /mnt/try-disk
 ok "$rc" "try-disk: a mounted disk is refused"
 
@@ -117,12 +146,13 @@ set -m
 "$try" -q -T 50 -c static-4096,adapt-50ms -o "$out/int" "$disk" >"$out/int.log" 2>&1 &
 pid=$!
 set +m
-for _ in $(seq 1 120); do
-	grep -q 'run 2/' "$out/int.log" && break
+# run 3 is W1p with the controller on, its tracepoint enabled
+for _ in $(seq 1 240); do
+	grep -q 'run 3/.*adapt' "$out/int.log" && break
 	sleep 0.5
 done
-grep -q 'run 2/' "$out/int.log" || { echo "# the run did not reach its second run"; rc=1; }
-sleep 2
+grep -q 'run 3/.*adapt' "$out/int.log" || { echo "# the run did not reach the controller's W1p run"; rc=1; }
+sleep 3
 kill -INT -- "-$pid"
 got=0
 wait "$pid" || got=$?
@@ -132,4 +162,7 @@ left=$(grep -lx fio /proc/[0-9]*/comm 2>/dev/null || true)
 [ -z "$left" ] || { echo "# fio still running: $left"; rc=1; }
 ! ls /dev/hugepages/latbench.* >/dev/null 2>&1 || { echo "# huge page buffers left"; rc=1; }
 ok "$rc" "try-disk: Ctrl-C stops the run and restores every setting"
+
+for ((i = 0; i < ${#orig[@]}; i += 2)); do echo "${orig[i + 1]}" >"$q/${orig[i]}"; done
+echo "$hugepages" >/proc/sys/vm/nr_hugepages
 exit "$failed"
