@@ -17,7 +17,8 @@ rotational disk, 1,2,5 ms on others) beside the static caps and the peers
 results.json, the plots (with python3-matplotlib) and DIR.tar.gz to attach
 to a mail. DIR defaults to ./try-disk-DISK-DATE.
   -r, -t  rounds (default 3) and seconds per run (default 30)
-  -q      short: one round of 6 s runs, no oracle sweep (about 4 minutes)
+  -q      short: one round of 6 s runs, no oracle sweep (about 4 minutes;
+          not with -r or -t)
   -c      only these configurations (latbench.sh -c)
   --force also a disk that is mounted, swap, or part of an md/dm device
           (reads only, but it competes with their I/O and skews the figures)
@@ -26,16 +27,16 @@ the scheduler (and its tunables), max_sectors_kb, nr_requests, async_depth,
 lat_stats, adapt_lat_usec and nr_hugepages on exit, also on Ctrl-C; never
 writes wbt_lat_usec (wbt throttles writes only; the wbt configuration is
 left out); leaves tracefs alone if events are already enabled there. With three targets a
-round is 43 runs, about 24 minutes of 30 s runs; progress shows the time left.
+round is 42 runs, about 23 minutes of 30 s runs; progress shows the time left.
 USAGE
 }
-targets="" reps=3 secs=30 out="" force=0 quick=0 only="" extra=()
+targets="" reps=3 secs=30 timing=0 out="" force=0 quick=0 only="" extra=()
 while [ $# -gt 0 ]; do
 	case "$1" in
 	-T|-r|-t|-c|-o) [ $# -ge 2 ] || die "$1 needs a value" ;;&
 	-T) targets=$2; shift 2 ;;
-	-r) reps=$2; shift 2 ;;
-	-t) secs=$2; shift 2 ;;
+	-r) reps=$2 timing=1; shift 2 ;;
+	-t) secs=$2 timing=1; shift 2 ;;
 	-c) only=$2 extra+=(-c "$2"); shift 2 ;;
 	-o) out=$2; shift 2 ;;
 	-q) quick=1; shift ;;
@@ -48,7 +49,10 @@ done
 [ $# -eq 1 ] || { usage >&2; die "name one disk"; }
 disk=${1#/dev/}
 [[ "$reps" =~ ^[1-9][0-9]*$ && "$secs" =~ ^[1-9][0-9]*$ ]] || die "-r and -t take positive integers"
-[ "$quick" = 0 ] || { reps=1 secs=6 extra+=(-q); }
+if [ "$quick" = 1 ]; then
+	[ "$timing" = 0 ] || die "-q is one round of 6 s runs: not with -r or -t"
+	reps=1 secs=6 extra+=(-q)
+fi
 sys=/sys/class/block/$disk q=/sys/block/$disk/queue
 
 # --- refusals: nothing is changed before these pass ---
@@ -128,26 +132,27 @@ for f in nr_requests async_depth max_sectors_kb lat_stats adapt_min_sectors_kb; 
 	[ ! -e "$q/$f" ] || save "$q/$f"
 done
 save /proc/sys/vm/nr_hugepages
-bench=""
+bench="" stopped=0
 cleanup() {
-	# a second Ctrl-C, or a hang-up, must not cut the restore short
-	trap '' INT TERM HUP
+	# a second Ctrl-C, a hang-up, or a tee killed with us must not cut the
+	# restore short
+	trap '' INT TERM HUP PIPE
 	set +e
 	if [ -n "$bench" ] && kill -0 "$bench" 2>/dev/null; then
-		log "try-disk: stopping the benchmark"
+		stopped=1
 		kill -TERM -- "-$bench" 2>/dev/null || true
 		wait "$bench" 2>/dev/null || true
 		# a killed fio leaves its huge page buffer (latbench.sh names it by its pid)
 		rm -f "/dev/hugepages/latbench.$bench"
 	fi
 	restore
+	[ "$stopped" = 0 ] || log "try-disk: the benchmark stopped"
 	log "try-disk: settings of $disk restored"
 }
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 trap 'exit 129' HUP
-
 
 # tracefs: record the controller's steps only when nobody else traces
 notrace=(-n)
@@ -157,9 +162,8 @@ if [ -w "$tr/set_event" ] && [ -z "$(cat "$tr/set_event")" ] &&
 	notrace=()
 fi
 
-mkdir -p "$out"
-out=$(realpath "$out")
-{
+# the disk as the user had it, before anything is switched
+sysinfo=$(
 	echo "kernel: $(uname -srvm)"
 	for f in vendor model rev; do echo "$f: $(cat "/sys/block/$disk/device/$f" 2>/dev/null || echo -)"; done
 	for f in rotational max_hw_sectors_kb max_sectors_kb nr_requests scheduler write_cache; do
@@ -167,9 +171,7 @@ out=$(realpath "$out")
 	done
 	echo "queue_depth: $(cat "/sys/block/$disk/device/queue_depth" 2>/dev/null || echo -)"
 	echo "command: scripts/try-disk.sh -T $targets -r $reps -t $secs ${extra[*]} $disk"
-} >"$out/system.txt"
-log "try-disk: $disk ($(sed -n 's/^model: //p' "$out/system.txt")), targets $targets ms," \
-	"$reps round(s) of $secs s runs, reads only; results in $out"
+)
 
 # the schedulers the configurations need (modules load on demand)
 for s in kyber bfq; do
@@ -178,6 +180,12 @@ for s in kyber bfq; do
 			die "$disk cannot use the $s scheduler (CONFIG_MQ_IOSCHED_KYBER, CONFIG_IOSCHED_BFQ); -c leaves it out"
 	fi
 done
+
+mkdir -p "$out"
+out=$(realpath "$out")
+echo "$sysinfo" >"$out/system.txt"
+log "try-disk: $disk ($(sed -n 's/^model: //p' "$out/system.txt")), targets $targets ms," \
+	"$reps round(s) of $secs s runs, reads only; results in $out"
 # its own session: a Ctrl-C here stops it (and its fio) through cleanup
 BLKADAPT_OUT=$out setsid "$REPO/tools/testing/bench/latbench.sh" -w w1,w1p,w1s,w3,oracle \
 	-k -T "$targets" -r "$reps" -t "$secs" "${notrace[@]}" "${extra[@]}" "$disk" &

@@ -211,7 +211,7 @@ run() {
 	[[ "$3" != adapt-* ]] || trace_on
 	cat "/sys/block/$disk/stat" >"$dir/r$4.stat"
 	DEV=$disk RUNTIME=$secs BS=$5 QD=$6 IOMEM=$iomem FSDIR=$fs \
-		fio "${readonly[@]}" --output-format=json --output="$dir/r$4.json" "$jobs/$2"
+		fio "${fio_ro[@]}" --output-format=json --output="$dir/r$4.json" "$jobs/$2"
 	cat "/sys/block/$disk/stat" >>"$dir/r$4.stat"
 	[[ "$3" != adapt-* ]] || trace_off "$dir/r$4.trace"
 	rm -f "/dev/hugepages/latbench.$$"
@@ -227,8 +227,8 @@ rotate() {	# rotate ROUND ITEM...: the items, starting at ROUND mod count
 	done
 }
 
-readonly=()
-wl w2 || wl w5 || readonly=(--readonly)
+fio_ro=()
+wl w2 || wl w5 || fio_ro=(--readonly)
 fs=/mnt/latbench-fs copier=""
 huge=$(cat /proc/sys/vm/nr_hugepages)
 echo $((huge + 80)) >/proc/sys/vm/nr_hugepages

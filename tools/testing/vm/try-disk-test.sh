@@ -9,7 +9,8 @@ usage: try-disk-test.sh DISK
 Runs inside the test VM on scratch disk DISK (its data is overwritten):
   - refusals: an unknown option, a disk that does not exist, a partition,
     the disk mounted, a partition of it mounted, the disk under a
-    device-mapper target; each leaves every setting as it was;
+    device-mapper target, the disk held open exclusively (what the mount
+    and holder checks cannot see); each leaves every setting as it was;
   - a short run (-q, static-4096 and the controller at 50 ms): exit 0, the
     goal table, the JSON with every read workload, the tarball, not one
     write to the disk, every setting back;
@@ -72,7 +73,7 @@ refuses() {
 }
 
 echo "KTAP version 1"
-echo "1..9"
+echo "1..10"
 echo "# settings before: $before"
 rc=0; refuses 1 "unknown option" --bogus "$disk" || rc=1
 ok "$rc" "try-disk: an unknown option is refused"
@@ -112,6 +113,19 @@ dmsetup create --noudevsync try_disk_test --table "0 2048 linear /dev/$disk 0"
 refuses 1 "is part of dm-[0-9]* (try_disk_test)" "$disk" || rc=1
 dmsetup remove --noudevsync try_disk_test
 ok "$rc" "try-disk: a disk under a device-mapper target is refused"
+
+# an exclusive holder that neither mountinfo nor holders/ shows
+rc=0
+python3 -c 'import os, sys, time
+fd = os.open(sys.argv[1], os.O_RDONLY | os.O_EXCL)
+open(sys.argv[2], "w").close()
+time.sleep(120)' "/dev/$disk" "$out/held" &
+holder=$!
+for _ in $(seq 1 100); do [ -e "$out/held" ] && break; sleep 0.2; done
+refuses 1 "/dev/$disk is in use" "$disk" || rc=1
+kill "$holder"
+wait "$holder" 2>/dev/null || true
+ok "$rc" "try-disk: a disk held open exclusively is refused"
 
 # a short run: reads only, the goal table, the JSON, the tarball, settings back
 rc=0
