@@ -13,7 +13,7 @@ disk that nothing uses. Runs tools/testing/bench/latbench.sh's read workloads
 on DISK (W1, W1p, W1s, W3 and the oracle sweep; they read the first 3 GiB,
 never write): the adaptive caps at each target (default 20,50,100 ms on a
 rotational disk, 1,2,5 ms on others) beside the static caps and the peers
-(Kyber, BFQ, wbt). Then writes DIR/results.md (the goal tables),
+(Kyber, BFQ). Then writes DIR/results.md (the goal tables),
 results.json, the plots (with python3-matplotlib) and DIR.tar.gz to attach
 to a mail. DIR defaults to ./try-disk-DISK-DATE.
   -r, -t  rounds (default 3) and seconds per run (default 30)
@@ -26,8 +26,9 @@ Refuses a disk in use, a partition, a kernel without the series; restores
 the scheduler (and its tunables), max_sectors_kb, nr_requests, async_depth,
 lat_stats, adapt_lat_usec and nr_hugepages on exit, also on Ctrl-C; never
 writes wbt_lat_usec (wbt throttles writes only; the wbt configuration is
-left out); leaves tracefs alone if events are already enabled there. With three targets a
-round is 42 runs, about 23 minutes of 30 s runs; progress shows the time left.
+left out); leaves tracefs alone if events are already enabled there. With
+three targets a round is 42 runs, about 23 minutes of 30 s runs; progress
+shows the time left.
 USAGE
 }
 targets="" reps=3 secs=30 timing=0 out="" force=0 quick=0 only="" extra=()

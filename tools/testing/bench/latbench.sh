@@ -97,6 +97,26 @@ CONFIGS=(
 for t in ${targets//,/ }; do
 	CONFIGS+=("adapt-${t}ms 32767 mq-deadline 0 $((t * 1000))")
 done
+# Filters on CONFIGS, before the workloads take their configurations from it.
+# keep PREDICATE: only the configurations for which PREDICATE CONFIG succeeds.
+keep() {
+	local c kept=()
+	for c in "${CONFIGS[@]}"; do "$1" "$c" && kept+=("$c"); done
+	CONFIGS=("${kept[@]}")
+}
+not_wbt() { [[ "$1" != "wbt "* ]]; }
+not_adapt() { [[ "$1" != adapt-* ]]; }
+picked() { [[ "$only" == *",${1%% *},"* ]]; }
+[ "$keepwbt" = 0 ] || keep not_wbt
+[ "$has_adapt" = 1 ] || keep not_adapt
+if [ -n "$only" ]; then
+	for n in ${only//,/ }; do
+		[ "$n" = oracle ] || printf '%s\n' "${CONFIGS[@]}" | grep -q "^$n " ||
+			{ echo "latbench: no configuration '$n'" >&2; exit 2; }
+	done
+	keep picked
+	[[ "$only" == *,oracle,* ]] || quick=1
+fi
 # named NAME...: the configurations of those names (adapt: every target)
 named() {
 	local c n
@@ -111,36 +131,6 @@ W1S_CONFIGS=("${W1P_CONFIGS[@]}")
 mapfile -t W2_CONFIGS < <(named static-4096 kyber bfq wbt 'adapt-*')
 mapfile -t W3_CONFIGS < <(named static-4096 static-32767 'adapt-*')
 mapfile -t W5_CONFIGS < <(named static-4096 static-32767 kyber bfq wbt 'adapt-*')
-
-if [ "$keepwbt" = 1 ]; then
-	nowbt() { local c; for c in "$@"; do [[ "$c" == "wbt "* ]] || echo "$c"; done; }
-	mapfile -t CONFIGS < <(nowbt "${CONFIGS[@]}")
-	mapfile -t W2_CONFIGS < <(nowbt "${W2_CONFIGS[@]}")
-	mapfile -t W5_CONFIGS < <(nowbt "${W5_CONFIGS[@]}")
-fi
-if [ "$has_adapt" = 0 ]; then
-	nocap() { local c; for c in "$@"; do [[ "$c" == adapt-* ]] || echo "$c"; done; }
-	mapfile -t CONFIGS < <(nocap "${CONFIGS[@]}")
-	mapfile -t W1P_CONFIGS < <(nocap "${W1P_CONFIGS[@]}")
-	mapfile -t W1S_CONFIGS < <(nocap "${W1S_CONFIGS[@]}")
-	mapfile -t W2_CONFIGS < <(nocap "${W2_CONFIGS[@]}")
-	mapfile -t W3_CONFIGS < <(nocap "${W3_CONFIGS[@]}")
-	mapfile -t W5_CONFIGS < <(nocap "${W5_CONFIGS[@]}")
-fi
-if [ -n "$only" ]; then
-	for n in ${only//,/ }; do
-		[ "$n" = oracle ] || printf '%s\n' "${CONFIGS[@]}" | grep -q "^$n " ||
-			{ echo "latbench: no configuration '$n'" >&2; exit 2; }
-	done
-	pick() { local c; for c in "$@"; do [[ "$only" == *",${c%% *},"* ]] && echo "$c"; done; true; }
-	mapfile -t CONFIGS < <(pick "${CONFIGS[@]}")
-	mapfile -t W1P_CONFIGS < <(pick "${W1P_CONFIGS[@]}")
-	mapfile -t W1S_CONFIGS < <(pick "${W1S_CONFIGS[@]}")
-	mapfile -t W2_CONFIGS < <(pick "${W2_CONFIGS[@]}")
-	mapfile -t W3_CONFIGS < <(pick "${W3_CONFIGS[@]}")
-	mapfile -t W5_CONFIGS < <(pick "${W5_CONFIGS[@]}")
-	[[ "$only" == *,oracle,* ]] || quick=1
-fi
 [ "$quick" = 0 ] || wls=${wls/,oracle,/,}
 # a workload left out (-w) has no configurations
 wl w1 || CONFIGS=()

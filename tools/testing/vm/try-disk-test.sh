@@ -72,6 +72,16 @@ refuses() {
 	return 1
 }
 
+# refused_mounted DEV: with an ext4 on /dev/DEV mounted, try-disk.sh refuses the disk
+refused_mounted() {
+	local rc=0
+	mkfs.ext4 -q -F "/dev/$1"
+	mkdir -p /mnt/try-disk && mount -t ext4 "/dev/$1" /mnt/try-disk
+	refuses 1 "/dev/$1 is mounted" "$disk" || rc=1
+	umount /mnt/try-disk
+	return "$rc"
+}
+
 echo "KTAP version 1"
 echo "1..10"
 echo "# settings before: $before"
@@ -92,20 +102,12 @@ blockdev --rereadpt "/dev/$disk"
 part=$(basename "$(dirname "$(ls /sys/class/block/"$disk"/*/partition)")")
 refuses 1 "is a partition" "$part" || rc=1
 ok "$rc" "try-disk: a partition is refused"
-rc=0
-mkfs.ext4 -q -F "/dev/$part"
-mkdir -p /mnt/try-disk && mount -t ext4 "/dev/$part" /mnt/try-disk
-refuses 1 "/dev/$part is mounted" "$disk" || rc=1
-umount /mnt/try-disk
+rc=0; refused_mounted "$part" || rc=1
 dd if=/dev/zero of="/dev/$disk" bs=1M count=1 conv=fsync status=none
 blockdev --rereadpt "/dev/$disk"
 ok "$rc" "try-disk: a disk with a mounted partition is refused"
 
-rc=0
-mkfs.ext4 -q -F "/dev/$disk"
-mkdir -p /mnt/try-disk && mount -t ext4 "/dev/$disk" /mnt/try-disk
-refuses 1 "/dev/$disk is mounted" "$disk" || rc=1
-umount /mnt/try-disk
+rc=0; refused_mounted "$disk" || rc=1
 ok "$rc" "try-disk: a mounted disk is refused"
 
 rc=0
