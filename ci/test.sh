@@ -27,7 +27,8 @@ Runs every gate of the project in order and prints, last, one line
      S/G entries kept)
   9. boot the patched kernel again with a throttled (hdd profile) disk and
      run the adaptive caps test on it; then scripts/try-disk.sh there: its
-     refusals, a short run and a Ctrl-C (tools/testing/vm/try-disk-test.sh)
+     refusals, a short run and a Ctrl-C, then the benchmark's peers at a
+     target (tools/testing/vm/try-disk-test.sh)
  10. build the debug kernel (lockdep, KASAN, kmemleak, DEBUG_LIST, fault
      injection: tools/testing/vm/debug.config), boot it with a second disk
      without NCQ, run the block tests' functional checks and the fault tests

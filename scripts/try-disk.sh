@@ -12,8 +12,8 @@ Run as root on a kernel with the series (queue/adapt_lat_usec), on a whole
 disk that nothing uses. Runs tools/testing/bench/latbench.sh's read workloads
 on DISK (W1, W1p, W1s, W3 and the oracle sweep; they read the first 3 GiB,
 never write): the adaptive caps at each target (default 20,50,100 ms on a
-rotational disk, 1,2,5 ms on others) beside the static caps and the peers
-(Kyber, BFQ). Then writes DIR/results.md (the goal tables),
+rotational disk, 1,2,5 ms on others) beside the static caps, Kyber and BFQ
+at their defaults, and Kyber at each target (read_lat_nsec). Then writes DIR/results.md (the goal tables),
 results.json, the plots (with python3-matplotlib) and DIR.tar.gz to attach
 to a mail. DIR defaults to ./try-disk-DISK-DATE.
   -r, -t  rounds (default 3) and seconds per run (default 30)
@@ -26,8 +26,10 @@ Refuses a disk in use, a partition, a kernel without the series; restores
 the scheduler (and its tunables), max_sectors_kb, nr_requests, async_depth,
 lat_stats, adapt_lat_usec and nr_hugepages on exit, also on Ctrl-C; never
 writes wbt_lat_usec (wbt throttles writes only; the wbt configuration is
-left out); leaves tracefs alone if events are already enabled there. With
-three targets a round is 42 runs, about 23 minutes of 30 s runs; progress
+left out); makes no cgroups (latbench.sh -G: the io.latency and iocost
+peers would need two under the root, which the init system owns on most
+systems); leaves tracefs alone if events are already enabled there. With
+three targets a round is 51 runs, about 28 minutes of 30 s runs; progress
 shows the time left.
 USAGE
 }
@@ -176,7 +178,7 @@ sysinfo=$(
 
 # the schedulers the configurations need (modules load on demand)
 for s in kyber bfq; do
-	if [ -z "$only" ] || [[ ",$only," == *",$s,"* ]]; then
+	if [ -z "$only" ] || [[ ",$only," == *",$s,"* || ",$only," == *",$s-"* ]]; then
 		echo "$s" >"$q/scheduler" 2>/dev/null ||
 			die "$disk cannot use the $s scheduler (CONFIG_MQ_IOSCHED_KYBER, CONFIG_IOSCHED_BFQ); -c leaves it out"
 	fi
@@ -189,7 +191,7 @@ log "try-disk: $disk ($(sed -n 's/^model: //p' "$out/system.txt")), targets $tar
 	"$reps round(s) of $secs s runs, reads only; results in $out"
 # its own session: a Ctrl-C here stops it (and its fio) through cleanup
 BLKADAPT_OUT=$out setsid "$REPO/tools/testing/bench/latbench.sh" -w w1,w1p,w1s,w3,oracle \
-	-k -T "$targets" -r "$reps" -t "$secs" "${notrace[@]}" "${extra[@]}" "$disk" &
+	-k -G -T "$targets" -r "$reps" -t "$secs" "${notrace[@]}" "${extra[@]}" "$disk" &
 bench=$!
 wait "$bench" || die "the benchmark failed (its output is above)"
 bench=""

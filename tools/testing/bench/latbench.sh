@@ -7,16 +7,21 @@ set -euo pipefail
 usage() {
 	cat <<'USAGE'
 usage: latbench.sh [-r REPS] [-t SECONDS] [-T MS[,MS...]] [-q] [-c NAME[,NAME...]]
-                   [-w WORKLOAD[,WORKLOAD...]] [-n] [-k] DISK
+                   [-w WORKLOAD[,WORKLOAD...]] [-n] [-k] [-G] DISK
 Runs inside the test VM, on DISK (e.g. sda, 8 GiB or more; W2 overwrites
 4-6 GiB, W5 makes an ext4 file system on all of it):
   W1  the stream (8 MiB reads, iodepth 4, hugepage buffers) + a 4 KiB
       prober at 20 IOPS, for every configuration: max_sectors_kb 128, 1280,
       4096, 32767 under mq-deadline; Kyber and BFQ at 4096; wbt on at 4096;
-      the adaptive caps at each target (max_sectors_kb 32767);
-  W1p W1 with ordinary (malloc) buffers: 4096, 32767 and the adaptive caps;
+      the adaptive caps at each target (max_sectors_kb 32767); and the peers
+      at each target T, at 4096: Kyber with read_lat_nsec T, wbt with
+      wbt_lat_usec T, io.latency (the prober in a cgroup with target T, the
+      stream in another) and iocost (io.cost.qos rpct=99 rlat=T, its default
+      cost model; the same two cgroups);
+  W1p W1 with ordinary (malloc) buffers: 4096, 32767, the adaptive caps and
+      the peers;
   W1s the prober already running when the stream starts (2 s in), its p99
-      over the whole run, no ramp excluded: 4096, 32767 and the adaptive caps;
+      over the whole run, no ramp excluded: as W1p;
   W2  buffered 1 MiB writes (writeback) + the same prober, for 4096 under
       mq-deadline, Kyber, BFQ and wbt, and the adaptive caps;
   W3  the stream alone, for 4096, 32767 and the adaptive caps;
@@ -25,9 +30,9 @@ Runs inside the test VM, on DISK (e.g. sda, 8 GiB or more; W2 overwrites
   W5  ext4 on the disk: cp of a 1.5 GiB file, over and over, next to a
       reader of 4 KiB random buffered reads of another file at 20 IOPS, for
       4096, 32767, Kyber, BFQ, wbt and the adaptive caps.
--T: the adaptive caps' latency targets in ms (default 20,50); each gives a
-    configuration adapt-<MS>ms. Its runs record the block_adapt_step
-    tracepoint in r<round>.trace.
+-T: the latency targets in ms (default 20,50); each gives configurations
+    adapt-<MS>ms, kyber-<MS>ms, wbt-<MS>ms, iolat-<MS>ms and iocost-<MS>ms.
+    The adapt runs record the block_adapt_step tracepoint in r<round>.trace.
 REPS rounds (default 2), each with every configuration once, in an order that
 rotates from round to round (the oracle sweep's and W5's rounds come last);
 SECONDS per run (default 15, plus 2 s of ramp).
@@ -38,16 +43,22 @@ SECONDS per run (default 15, plus 2 s of ramp).
     w1,w1p,w1s,w3,oracle only read the disk.
 -n: leave tracefs alone (no block_adapt_step traces are recorded).
 -k: keep wbt_lat_usec as it is (writing it puts wbt in manual mode for
-    good); the wbt configuration is left out.
+    good); the wbt configurations are left out.
+-G: no cgroups: iolat-* and iocost-* are left out (they are also left out,
+    with a message, without cgroup2 at /sys/fs/cgroup or its io controller).
+    They make two cgroups under its root, removed at the end, and run the
+    stream and the prober as two fio processes, one in each.
 Without W2 and W5, fio runs with --readonly: nothing can write the disk.
 Prints each run as it starts, with the time the rest will take.
 Writes $BLKADAPT_OUT/bench/<workload>/<configuration>/r<round>.json (fio's),
-r<round>.stat (the disk's stat file before and after the run), for W5
+r<round>.stat (the disk's stat file before and after the run), for the
+cgroup peers r<round>.cgroups (each cgroup's io.stat after it), for W5
 r<round>.copy (bytes the disk wrote, milliseconds) and $BLKADAPT_OUT/bench/meta.json.
 USAGE
 }
 
 reps=2 secs=15 quick=0 only="" targets=20,50 wls=,w1,w1p,w1s,w2,w3,oracle,w5, trace=1 keepwbt=0
+cgroups=1
 while [ $# -gt 0 ]; do
 	case "$1" in
 	-r) reps=$2; shift 2 ;;
@@ -58,6 +69,7 @@ while [ $# -gt 0 ]; do
 	-w) wls=",$2,"; shift 2 ;;
 	-n) trace=0; shift ;;
 	-k) keepwbt=1; shift ;;
+	-G) cgroups=0; shift ;;
 	-h|--help) usage; exit 0 ;;
 	-*) usage >&2; exit 2 ;;
 	*) break ;;
@@ -81,21 +93,34 @@ if [ ! -e "$q/adapt_lat_usec" ]; then
 	has_adapt=0
 fi
 out=${BLKADAPT_OUT:?not running inside the VM}/bench
-jobs=$(dirname "$(realpath "$0")")/jobs
+jobs=$(dirname "$(realpath "$0")")/jobs lib=$(dirname "$(realpath "$0")")/../lib
 mkdir -p "$out"
 
+# cgroup2 with the io controller, for io.latency and iocost
+cg=/sys/fs/cgroup
+if [ "$cgroups" = 1 ] && ! grep -qw io "$cg/cgroup.controllers" 2>/dev/null; then
+	echo "latbench: no cgroup2 io controller at $cg: the iolat-* and iocost-* configurations are left out"
+	cgroups=0
+fi
+
 # Configurations: NAME max_sectors_kb scheduler wbt_lat_usec adapt_lat_usec
+# PEER, where PEER is "-", kyber:<read_lat_nsec>, iolat:<io.latency target,
+# us> or iocost:<io.cost.qos rlat, us>
 CONFIGS=(
-	"static-128 128 mq-deadline 0 0"
-	"static-1280 1280 mq-deadline 0 0"
-	"static-4096 4096 mq-deadline 0 0"
-	"static-32767 32767 mq-deadline 0 0"
-	"kyber 4096 kyber 0 0"
-	"bfq 4096 bfq 0 0"
-	"wbt 4096 mq-deadline 75000 0"
+	"static-128 128 mq-deadline 0 0 -"
+	"static-1280 1280 mq-deadline 0 0 -"
+	"static-4096 4096 mq-deadline 0 0 -"
+	"static-32767 32767 mq-deadline 0 0 -"
+	"kyber 4096 kyber 0 0 kyber:2000000"
+	"bfq 4096 bfq 0 0 -"
+	"wbt 4096 mq-deadline 75000 0 -"
 )
 for t in ${targets//,/ }; do
-	CONFIGS+=("adapt-${t}ms 32767 mq-deadline 0 $((t * 1000))")
+	CONFIGS+=("adapt-${t}ms 32767 mq-deadline 0 $((t * 1000)) -"
+		"kyber-${t}ms 4096 kyber 0 0 kyber:$((t * 1000000))"
+		"wbt-${t}ms 4096 mq-deadline $((t * 1000)) 0 -"
+		"iolat-${t}ms 4096 mq-deadline 0 0 iolat:$((t * 1000))"
+		"iocost-${t}ms 4096 mq-deadline 0 0 iocost:$((t * 1000))")
 done
 # Filters on CONFIGS, before the workloads take their configurations from it.
 # keep PREDICATE: only the configurations for which PREDICATE CONFIG succeeds.
@@ -104,11 +129,13 @@ keep() {
 	for c in "${CONFIGS[@]}"; do "$1" "$c" && kept+=("$c"); done
 	CONFIGS=("${kept[@]}")
 }
-not_wbt() { [[ "$1" != "wbt "* ]]; }
+not_wbt() { [[ "$1" != "wbt "* && "$1" != wbt-* ]]; }
 not_adapt() { [[ "$1" != adapt-* ]]; }
+not_cgroup() { [[ "$1" != *" iolat:"* && "$1" != *" iocost:"* ]]; }
 picked() { [[ "$only" == *",${1%% *},"* ]]; }
 [ "$keepwbt" = 0 ] || keep not_wbt
 [ "$has_adapt" = 1 ] || keep not_adapt
+[ "$cgroups" = 1 ] || keep not_cgroup
 if [ -n "$only" ]; then
 	for n in ${only//,/ }; do
 		[ "$n" = oracle ] || printf '%s\n' "${CONFIGS[@]}" | grep -q "^$n " ||
@@ -126,7 +153,8 @@ named() {
 	done
 	true
 }
-mapfile -t W1P_CONFIGS < <(named static-4096 static-32767 'adapt-*')
+# the adaptive caps and the peers at each target: every name ending in ms
+mapfile -t W1P_CONFIGS < <(named static-4096 static-32767 '*ms')
 W1S_CONFIGS=("${W1P_CONFIGS[@]}")
 mapfile -t W2_CONFIGS < <(named static-4096 kyber bfq wbt 'adapt-*')
 mapfile -t W3_CONFIGS < <(named static-4096 static-32767 'adapt-*')
@@ -140,23 +168,49 @@ wl w2 || W2_CONFIGS=()
 wl w3 || W3_CONFIGS=()
 wl w5 || W5_CONFIGS=()
 
-# apply "NAME MAXKB SCHED WBT ADAPT": stop the controller, set the rest, start
-# it if ADAPT is not 0, then read every setting back: a run must never go
-# under another configuration's settings (a controller left on, a clamped
-# value), so a mismatch stops the benchmark.
-apply() {
-	local name maxkb sched wbt lat got want
+mm=$(cat "/sys/block/$disk/dev") iolat_on=0 iocost_on=0 split=0
+# peers_off: io.latency's target and iocost off, where a configuration set them
+peers_off() {
+	[ "$iolat_on" = 0 ] || echo "$mm target=max" >"$cg/latbench-prober/io.latency"
+	[ "$iocost_on" = 0 ] || echo "$mm enable=0" >"$cg/io.cost.qos"
+	iolat_on=0 iocost_on=0
+}
 
-	read -r name maxkb sched wbt lat <<<"$1"
+# apply "NAME MAXKB SCHED WBT ADAPT PEER": stop the controller and the
+# peers, set the rest, start the one named, then read every setting back: a
+# run must never go under another configuration's settings (a controller
+# left on, a clamped value), so a mismatch stops the benchmark.
+apply() {
+	local name maxkb sched wbt lat peer got want
+
+	read -r name maxkb sched wbt lat peer <<<"$1"
 	# a cap above the disk's limit is the limit (NVMe: QEMU's MDTS, 512 KiB)
 	[ "$maxkb" -le "$(cat "$q/max_hw_sectors_kb")" ] || maxkb=$(cat "$q/max_hw_sectors_kb")
 	[ "$has_adapt" = 0 ] || echo 0 >"$q/adapt_lat_usec"
+	peers_off
 	echo "$sched" >"$q/scheduler"
 	echo "$maxkb" >"$q/max_sectors_kb"
 	[ -e "$q/wbt_lat_usec" ] && [ "$keepwbt" = 0 ] && echo "$wbt" >"$q/wbt_lat_usec"
-	[ "$has_adapt" = 0 ] || echo "$lat" >"$q/adapt_lat_usec"
 	got="$(sed -n 's/.*\[\(.*\)\].*/\1/p' "$q/scheduler") $(cat "$q/max_sectors_kb")"
 	want="$sched $maxkb"
+	# the prober and the stream in cgroups of their own for io.latency and iocost
+	split=0
+	case "$peer" in
+	kyber:*)
+		echo "${peer#*:}" >"$q/iosched/read_lat_nsec"
+		got+=" $(cat "$q/iosched/read_lat_nsec")" want+=" ${peer#*:}" ;;
+	iolat:*)
+		echo "$mm target=${peer#*:}" >"$cg/latbench-prober/io.latency"
+		iolat_on=1 split=1
+		got+=" $(sed -n "s/^$mm //p" "$cg/latbench-prober/io.latency")" want+=" target=${peer#*:}" ;;
+	iocost:*)
+		echo "$mm enable=1 ctrl=user rpct=99 rlat=${peer#*:} wpct=0 wlat=0" >"$cg/io.cost.qos"
+		iocost_on=1 split=1
+		got+=" $(sed -n "s/^$mm .*\(enable=[01]\).*\(rpct=[0-9.]*\) \(rlat=[0-9]*\).*/\1 \2 \3/p" \
+			"$cg/io.cost.qos")"
+		want+=" enable=1 rpct=99.00 rlat=${peer#*:}" ;;
+	esac
+	[ "$has_adapt" = 0 ] || echo "$lat" >"$q/adapt_lat_usec"
 	if [ -e "$q/wbt_lat_usec" ] && [ "$keepwbt" = 0 ]; then
 		got+=" $(cat "$q/wbt_lat_usec")" want+=" $wbt"
 	fi
@@ -200,8 +254,28 @@ run() {
 		"$(date +%T)" "$done_runs" "$total_runs" "$left" "$1" "$3" "$4" "$5" "$6"
 	[[ "$3" != adapt-* ]] || trace_on
 	cat "/sys/block/$disk/stat" >"$dir/r$4.stat"
-	DEV=$disk RUNTIME=$secs BS=$5 QD=$6 IOMEM=$iomem FSDIR=$fs \
+	export DEV=$disk RUNTIME=$secs BS=$5 QD=$6 IOMEM=$iomem FSDIR=$fs
+	if [ "$split" = 1 ]; then
+		# one fio per job, each in its cgroup, and their JSON merged
+		local j pids=()
+		for j in stream prober; do
+			(echo "$BASHPID" >"$cg/latbench-$j/cgroup.procs" &&
+				exec fio "${fio_ro[@]}" --section="$j" --output-format=json \
+					--output="$dir/r$4.$j.part" "$jobs/$2") &
+			pids+=($!)
+		done
+		for j in "${pids[@]}"; do
+			wait "$j" || { echo "latbench: fio failed in $dir (round $4)" >&2; exit 1; }
+		done
+		"$lib/fio_json.py" --merge "$dir/r$4.json" "$dir/r$4.stream.part" "$dir/r$4.prober.part"
+		rm "$dir/r$4.stream.part" "$dir/r$4.prober.part"
+		# what each cgroup did so far (io.stat counts from its creation)
+		for j in stream prober; do
+			echo "$j $(sed -n "s/^$mm //p" "$cg/latbench-$j/io.stat")"
+		done >"$dir/r$4.cgroups"
+	else
 		fio "${fio_ro[@]}" --output-format=json --output="$dir/r$4.json" "$jobs/$2"
+	fi
 	cat "/sys/block/$disk/stat" >>"$dir/r$4.stat"
 	[[ "$3" != adapt-* ]] || trace_off "$dir/r$4.trace"
 	rm -f "/dev/hugepages/latbench.$$"
@@ -226,10 +300,18 @@ cleanup() {
 	[ -z "$copier" ] || kill "$copier" 2>/dev/null || true
 	[ "$trace" = 0 ] || [ ! -d "$ev" ] || echo 0 >"$ev/enable"
 	[ "$has_adapt" = 0 ] || echo 0 >"$q/adapt_lat_usec"
+	peers_off
+	rmdir "$cg/latbench-prober" "$cg/latbench-stream" 2>/dev/null || true
+	[ "$io_was_on" = 1 ] || echo -io >"$cg/cgroup.subtree_control" 2>/dev/null || true
 	echo "$huge" >/proc/sys/vm/nr_hugepages
 	! mountpoint -q "$fs" || umount "$fs"
 }
+io_was_on=1
 trap cleanup EXIT
+if printf '%s\n' "${CONFIGS[@]}" "${W1P_CONFIGS[@]}" "${W1S_CONFIGS[@]}" | grep -q ' io\(lat\|cost\):'; then
+	grep -qw io "$cg/cgroup.subtree_control" || { io_was_on=0; echo +io >"$cg/cgroup.subtree_control"; }
+	mkdir -p "$cg/latbench-prober" "$cg/latbench-stream"
+fi
 # the stream's 8 MiB x 4 buffers need 16 huge pages of 2 MiB (W1p uses none)
 if [ ${#CONFIGS[@]} -gt 0 ] || [ ${#W1S_CONFIGS[@]} -gt 0 ] || [ ${#W3_CONFIGS[@]} -gt 0 ] ||
    wl oracle; then
@@ -275,7 +357,7 @@ for r in $(seq 1 "$reps"); do
 	sweep w3 w3-stream.fio 8m 4 "$r" "${W3_CONFIGS[@]}"
 done
 if wl oracle; then
-	apply "oracle 32767 mq-deadline 0 0"
+	apply "oracle 32767 mq-deadline 0 0 -"
 	for r in $(seq 1 "$reps"); do
 		while read -r pt; do
 			run oracle w1-stream-prober.fio "bs${pt% *}-qd${pt#* }" "$r" "${pt% *}" "${pt#* }"

@@ -11,7 +11,8 @@ with the range over rounds, and the oracle frontier) and controller-steps.png
 (the controller's size cap, depth cap and judged p99 over one W1 run per
 target, from the block_adapt_step trace). One goal table per latency target:
 the controller against the oracle point of most throughput that meets the
-target, and against every static cap and peer. Uses Debian's
+target, against the peers at that target (Kyber, wbt, io.latency, iocost)
+and against every static cap and peer at its default. Uses Debian's
 python3-matplotlib for the plots.
 """
 import glob
@@ -51,19 +52,24 @@ def figures(path):
 
 
 ORDER = ["static-128", "static-1280", "static-4096", "static-32767", "kyber", "bfq", "wbt"]
+# the controller and the peers latbench.sh runs at each target: NAME-<ms>ms
+AT_TARGET = ["adapt", "kyber", "wbt", "iolat", "iocost"]
+TARGETED = re.compile(r"(%s)-(\d+)ms" % "|".join(AT_TARGET))
 
 
 def order(cfg):
-    """Configurations in latbench.sh's order; oracle points by block size, then depth."""
+    """Configurations in latbench.sh's order, those at a target by target;
+    oracle points by block size, then depth."""
     if cfg in ORDER:
-        return (0, ORDER.index(cfg), 0)
-    if re.fullmatch(r"adapt-\d+ms", cfg):
-        return (0, len(ORDER), int(cfg[len("adapt-"):-len("ms")]))
+        return (0, ORDER.index(cfg), 0, 0)
+    m = TARGETED.fullmatch(cfg)
+    if m:
+        return (0, len(ORDER), int(m[2]), AT_TARGET.index(m[1]))
     if cfg.startswith("bs"):
         bs, qd = cfg[2:].split("-qd")
         unit = {"k": 1, "m": 1024}[bs[-1]]
-        return (1, int(bs[:-1]) * unit, int(qd))
-    return (2, cfg, 0)
+        return (1, int(bs[:-1]) * unit, int(qd), 0)
+    return (2, cfg, 0, 0)
 
 
 def collect(bench):
@@ -122,7 +128,8 @@ def frontier(orc):
 def goal(res, target):
     """The goal table for one latency target (ms), from W1: the controller at
     that target against the oracle point of most throughput whose p99 meets
-    the target, and against every static cap and peer."""
+    the target, the peers at the same target, and every static cap and peer
+    at its default."""
     orc = [(r["median"]["stream_mbs"], r["median"]["p99_ms"], c)
            for c, r in res.get("oracle", {}).items()]
     w1 = res.get("w1", {})
@@ -133,7 +140,8 @@ def goal(res, target):
     best = max(meeting) if meeting else None
     lines = ["| configuration | prober p99 ms (range) | p99 <= target | stream MB/s | "
              "MB/s / best oracle point meeting the target |", "|---|---|---|---|---|"]
-    rows = [(f"adapt-{target}ms", me)] + [(c, r) for c, r in w1.items() if not c.startswith("adapt")]
+    at = [(c, r) for c, r in w1.items() if (m := TARGETED.fullmatch(c)) and int(m[2]) == target]
+    rows = at + [(c, r) for c, r in w1.items() if not TARGETED.fullmatch(c)]
     for cfg, r in rows:
         m, g = r["median"], r["range"]
         ratio = f"{m['stream_mbs'] / best[0]:.2f}x" if best else "-"

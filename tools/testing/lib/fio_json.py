@@ -5,7 +5,9 @@ As a module: jobs(path) maps job names to fio's job objects; iops(), mbs() and
 clat_ms() read one job's figures for the direction that did the I/O.
 As a command: fio_json.py FILE JOB FIELD prints FIELD (iops, mbs, p50_ms,
 p99_ms, p999_ms, ios) of job JOB ("-" for the first job) in FILE ("-" for
-standard input).
+standard input); fio_json.py --merge OUT IN... writes OUT: the first IN
+with the jobs of every IN (one job file run as several fio processes, one
+--section each).
 """
 import json
 import sys
@@ -45,9 +47,23 @@ FIELDS = {"iops": iops, "mbs": mbs, "ios": ios,
           "p999_ms": lambda j: clat_ms(j, 99.9)}
 
 
+def merge(out, paths):
+    """Write the first of paths with the jobs of all of them to out."""
+    data = [json.load(open(p)) for p in paths]
+    names = [j["jobname"] for d in data for j in d["jobs"]]
+    if len(set(names)) != len(names):
+        sys.exit(f"fio_json.py: a job is in more than one of {', '.join(paths)}")
+    data[0]["jobs"] = [j for d in data for j in d["jobs"]]
+    json.dump(data[0], open(out, "w"), indent=1)
+
+
 def main():
+    if len(sys.argv) >= 4 and sys.argv[1] == "--merge":
+        merge(sys.argv[2], sys.argv[3:])
+        return
     if len(sys.argv) != 4 or sys.argv[3] not in FIELDS:
-        sys.exit(f"usage: fio_json.py FILE JOB FIELD  (FIELD: {', '.join(FIELDS)})")
+        sys.exit(f"usage: fio_json.py FILE JOB FIELD  (FIELD: {', '.join(FIELDS)})\n"
+                 "       fio_json.py --merge OUT IN...")
     js = jobs(sys.argv[1])
     job = next(iter(js.values())) if sys.argv[2] == "-" else js.get(sys.argv[2])
     if job is None:

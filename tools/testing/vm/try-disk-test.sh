@@ -16,7 +16,11 @@ Runs inside the test VM on scratch disk DISK (its data is overwritten):
     write to the disk, every setting back;
   - a Ctrl-C during a run of the controller: exit 130, every setting back
     (the scheduler and its tunables, wbt's mode, the tracepoint too), no
-    fio left, no huge page buffer left.
+    fio left, no huge page buffer left;
+  - then the benchmark's peers at a target (latbench.sh, which reads every
+    setting back): each run has the stream's and the prober's figures, the
+    io.latency and iocost runs had the prober and the stream in cgroups of
+    their own, and neither cgroup nor iocost is left behind.
 Settings are odd values set beforehand, so that a restore cannot pass by
 accident; wbt stays in its default mode, which a write would end. Writes
 its runs under $BLKADAPT_OUT/try-disk; puts the disk's settings back at
@@ -83,7 +87,7 @@ refused_mounted() {
 }
 
 echo "KTAP version 1"
-echo "1..10"
+echo "1..11"
 echo "# settings before: $before"
 rc=0; refuses 1 "unknown option" --bogus "$disk" || rc=1
 ok "$rc" "try-disk: an unknown option is refused"
@@ -178,6 +182,43 @@ left=$(grep -lx fio /proc/[0-9]*/comm 2>/dev/null || true)
 [ -z "$left" ] || { echo "# fio still running: $left"; rc=1; }
 ! ls /dev/hugepages/latbench.* >/dev/null 2>&1 || { echo "# huge page buffers left"; rc=1; }
 ok "$rc" "try-disk: Ctrl-C stops the run and restores every setting"
+
+# the peers at a target, as scripts/bench.sh runs them (wbt-50ms ends wbt's
+# default mode, so this comes after the tests that check it)
+rc=0
+BLKADAPT_OUT=$out/peers "$(dirname "$0")/../bench/latbench.sh" -q -t 2 -T 50 -w w1 -n \
+	-c kyber-50ms,wbt-50ms,iolat-50ms,iocost-50ms "$disk" >"$out/peers.log" 2>&1 || rc=$?
+[ "$rc" = 0 ] || { tail -n 5 "$out/peers.log" | sed 's/^/# /'; echo "# exit $rc"; }
+python3 - "$out/peers/bench/w1" <<-'PY' || rc=1
+	import json, re, sys
+	top = sys.argv[1]
+	bad = []
+	for cfg in ("kyber-50ms", "wbt-50ms", "iolat-50ms", "iocost-50ms"):
+	    try:
+	        jobs = {j["jobname"]: j for j in json.load(open(f"{top}/{cfg}/r1.json"))["jobs"]}
+	    except (OSError, ValueError) as e:
+	        bad.append(f"{cfg}: {e}")
+	        continue
+	    if sorted(jobs) != ["prober", "stream"] or not all(j["read"]["io_bytes"] for j in jobs.values()):
+	        bad.append(f"{cfg}: jobs {sorted(jobs)}")
+	    if cfg.startswith("io"):
+	        # each cgroup read, and the stream's far more than the prober's
+	        st = {l.split()[0]: dict(re.findall(r"(\w+)=(\d+)", l))
+	              for l in open(f"{top}/{cfg}/r1.cgroups")}
+	        rb = {j: int(st.get(j, {}).get("rbytes", 0)) for j in ("stream", "prober")}
+	        if not (0 < rb["prober"] and 100 * rb["prober"] < rb["stream"]):
+	            bad.append(f"{cfg}: cgroup rbytes {rb}")
+	for b in bad:
+	    print(f"# {b}")
+	sys.exit(bool(bad))
+	PY
+mm=$(cat "/sys/block/$disk/dev")
+if [ -e /sys/fs/cgroup/latbench-prober ] || [ -e /sys/fs/cgroup/latbench-stream ]; then
+	echo "# cgroups left"
+	rc=1
+fi
+! grep -q "^$mm enable=1" /sys/fs/cgroup/io.cost.qos || { echo "# iocost left on"; rc=1; }
+ok "$rc" "latbench: the peers at a target run under their settings and leave nothing behind"
 
 for ((i = 0; i < ${#orig[@]}; i += 2)); do echo "${orig[i + 1]}" >"$q/${orig[i]}"; done
 echo "$hugepages" >/proc/sys/vm/nr_hugepages
