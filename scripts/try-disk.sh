@@ -173,6 +173,8 @@ sysinfo=$(
 		echo "queue/$f: $(cat "$q/$f")"
 	done
 	echo "queue_depth: $(cat "/sys/block/$disk/device/queue_depth" 2>/dev/null || echo -)"
+	# a user's own io.latency or iocost shapes every run: say so in the results
+	echo "io.cost.qos: $(sed -n "s/^$(cat "/sys/block/$disk/dev") //p" /sys/fs/cgroup/io.cost.qos 2>/dev/null)"
 	echo "command: scripts/try-disk.sh -T $targets -r $reps -t $secs ${extra[*]} $disk"
 )
 

@@ -13,23 +13,26 @@ Runs inside the test VM, on DISK (e.g. sda, 8 GiB or more; W2 overwrites
   W1  the stream (8 MiB reads, iodepth 4, hugepage buffers) + a 4 KiB
       prober at 20 IOPS, for every configuration: max_sectors_kb 128, 1280,
       4096, 32767 under mq-deadline; Kyber and BFQ at 4096; wbt on at 4096;
-      the adaptive caps at each target (max_sectors_kb 32767); and the peers
-      at each target T, at 4096: Kyber with read_lat_nsec T, wbt with
-      wbt_lat_usec T, io.latency (the prober in a cgroup with target T, the
-      stream in another) and iocost (io.cost.qos rpct=99 rlat=T, its default
-      cost model; the same two cgroups);
+      the adaptive caps at each target (max_sectors_kb 32767); and the read
+      peers at each target T, at 4096: Kyber with read_lat_nsec T,
+      io.latency (the prober's cgroup with target T) and iocost (io.cost.qos
+      rpct=99 rlat=T, its default cost model);
   W1p W1 with ordinary (malloc) buffers: 4096, 32767, the adaptive caps and
-      the peers;
+      the read peers;
   W1s the prober already running when the stream starts (2 s in), its p99
       over the whole run, no ramp excluded: as W1p;
   W2  buffered 1 MiB writes (writeback) + the same prober, for 4096 under
-      mq-deadline, Kyber, BFQ and wbt, and the adaptive caps;
+      mq-deadline, Kyber, BFQ and wbt, the adaptive caps and wbt at each
+      target (wbt throttles writes only: it is no read peer);
   W3  the stream alone, for 4096, 32767 and the adaptive caps;
   the oracle frontier: W1 with the controller off and the stream's own
       block size (256k, 512k, 1m, 2m, 4m, 8m) x iodepth (1, 2, 4) swept;
   W5  ext4 on the disk: cp of a 1.5 GiB file, over and over, next to a
       reader of 4 KiB random buffered reads of another file at 20 IOPS, for
-      4096, 32767, Kyber, BFQ, wbt and the adaptive caps.
+      4096, 32767, Kyber, BFQ, wbt, the adaptive caps and wbt at each target.
+The stream and the prober run as two fio processes of one job file
+(--section), in cgroups of their own (latbench-stream, latbench-prober)
+where cgroup2's io controller is there, for every configuration alike.
 -T: the latency targets in ms (default 20,50); each gives configurations
     adapt-<MS>ms, kyber-<MS>ms, wbt-<MS>ms, iolat-<MS>ms and iocost-<MS>ms.
     The adapt runs record the block_adapt_step tracepoint in r<round>.trace.
@@ -45,14 +48,13 @@ SECONDS per run (default 15, plus 2 s of ramp).
 -k: keep wbt_lat_usec as it is (writing it puts wbt in manual mode for
     good); the wbt configurations are left out.
 -G: no cgroups: iolat-* and iocost-* are left out (they are also left out,
-    with a message, without cgroup2 at /sys/fs/cgroup or its io controller).
-    They make two cgroups under its root, removed at the end, and run the
-    stream and the prober as two fio processes, one in each.
+    with a message, without cgroup2 at /sys/fs/cgroup or its io controller);
+    otherwise two cgroups are made under its root and removed at the end.
 Without W2 and W5, fio runs with --readonly: nothing can write the disk.
 Prints each run as it starts, with the time the rest will take.
 Writes $BLKADAPT_OUT/bench/<workload>/<configuration>/r<round>.json (fio's),
-r<round>.stat (the disk's stat file before and after the run), for the
-cgroup peers r<round>.cgroups (each cgroup's io.stat after it), for W5
+r<round>.stat (the disk's stat file before and after the run),
+r<round>.cgroups (each cgroup's io.stat line before and after it), for W5
 r<round>.copy (bytes the disk wrote, milliseconds) and $BLKADAPT_OUT/bench/meta.json.
 USAGE
 }
@@ -153,12 +155,15 @@ named() {
 	done
 	true
 }
-# the adaptive caps and the peers at each target: every name ending in ms
-mapfile -t W1P_CONFIGS < <(named static-4096 static-32767 '*ms')
+# the adaptive caps and the read peers at each target
+mapfile -t W1P_CONFIGS < <(named static-4096 static-32767 'adapt-*' 'kyber-*' 'iolat-*' 'iocost-*')
 W1S_CONFIGS=("${W1P_CONFIGS[@]}")
-mapfile -t W2_CONFIGS < <(named static-4096 kyber bfq wbt 'adapt-*')
+mapfile -t W2_CONFIGS < <(named static-4096 kyber bfq wbt 'adapt-*' 'wbt-*')
 mapfile -t W3_CONFIGS < <(named static-4096 static-32767 'adapt-*')
-mapfile -t W5_CONFIGS < <(named static-4096 static-32767 kyber bfq wbt 'adapt-*')
+mapfile -t W5_CONFIGS < <(named static-4096 static-32767 kyber bfq wbt 'adapt-*' 'wbt-*')
+# W1 takes CONFIGS itself: all but wbt at a target
+not_wbt_at() { [[ "$1" != wbt-* ]]; }
+keep not_wbt_at
 [ "$quick" = 0 ] || wls=${wls/,oracle,/,}
 # a workload left out (-w) has no configurations
 wl w1 || CONFIGS=()
@@ -168,12 +173,33 @@ wl w2 || W2_CONFIGS=()
 wl w3 || W3_CONFIGS=()
 wl w5 || W5_CONFIGS=()
 
-mm=$(cat "/sys/block/$disk/dev") iolat_on=0 iocost_on=0 split=0
+mm=$(cat "/sys/block/$disk/dev") iolat_on=0 iocost_on=0 made=0
 # peers_off: io.latency's target and iocost off, where a configuration set them
 peers_off() {
 	[ "$iolat_on" = 0 ] || echo "$mm target=max" >"$cg/latbench-prober/io.latency"
 	[ "$iocost_on" = 0 ] || echo "$mm enable=0" >"$cg/io.cost.qos"
 	iolat_on=0 iocost_on=0
+}
+# peers_state: io.latency's target and iocost's state on the disk
+peers_state() {
+	[ "$made" = 1 ] || return 0
+	printf ' iolat:%s iocost:%s' "$(sed -n "s/^$mm //p" "$cg/latbench-prober/io.latency")" \
+		"$(sed -n "s/^$mm .*\(enable=[01]\).*\(rpct=[0-9.]*\) \(rlat=[0-9]*\).*/\1,\2,\3/p" \
+			"$cg/io.cost.qos" | sed 's/^enable=0.*/off/')"
+}
+# iocost_fresh: iocost's vrate back to 100%, as when it is first enabled.
+# Turning it off keeps the vrate the last run left (a run after one at a
+# lower target would start throttled); the kernel resets it only when the
+# disk changes class (blk-iocost.c: ioc_refresh_params_disk()), so flip
+# queue/rotational and back, each followed by a write of io.cost.qos.
+iocost_fresh() {
+	local rot
+
+	rot=$(cat "$q/rotational")
+	echo $((1 - rot)) >"$q/rotational"
+	echo "$mm enable=0" >"$cg/io.cost.qos"
+	echo "$rot" >"$q/rotational"
+	echo "$mm enable=0" >"$cg/io.cost.qos"
 }
 
 # apply "NAME MAXKB SCHED WBT ADAPT PEER": stop the controller and the
@@ -188,28 +214,32 @@ apply() {
 	[ "$maxkb" -le "$(cat "$q/max_hw_sectors_kb")" ] || maxkb=$(cat "$q/max_hw_sectors_kb")
 	[ "$has_adapt" = 0 ] || echo 0 >"$q/adapt_lat_usec"
 	peers_off
+	# a scheduler of its own for every run: re-selecting the one in use
+	# keeps its state (Kyber's domain depths)
+	echo none >"$q/scheduler"
 	echo "$sched" >"$q/scheduler"
 	echo "$maxkb" >"$q/max_sectors_kb"
 	[ -e "$q/wbt_lat_usec" ] && [ "$keepwbt" = 0 ] && echo "$wbt" >"$q/wbt_lat_usec"
 	got="$(sed -n 's/.*\[\(.*\)\].*/\1/p' "$q/scheduler") $(cat "$q/max_sectors_kb")"
 	want="$sched $maxkb"
-	# the prober and the stream in cgroups of their own for io.latency and iocost
-	split=0
 	case "$peer" in
 	kyber:*)
 		echo "${peer#*:}" >"$q/iosched/read_lat_nsec"
 		got+=" $(cat "$q/iosched/read_lat_nsec")" want+=" ${peer#*:}" ;;
 	iolat:*)
 		echo "$mm target=${peer#*:}" >"$cg/latbench-prober/io.latency"
-		iolat_on=1 split=1
-		got+=" $(sed -n "s/^$mm //p" "$cg/latbench-prober/io.latency")" want+=" target=${peer#*:}" ;;
+		iolat_on=1 ;;
 	iocost:*)
+		iocost_fresh
 		echo "$mm enable=1 ctrl=user rpct=99 rlat=${peer#*:} wpct=0 wlat=0" >"$cg/io.cost.qos"
-		iocost_on=1 split=1
-		got+=" $(sed -n "s/^$mm .*\(enable=[01]\).*\(rpct=[0-9.]*\) \(rlat=[0-9]*\).*/\1 \2 \3/p" \
-			"$cg/io.cost.qos")"
-		want+=" enable=1 rpct=99.00 rlat=${peer#*:}" ;;
+		iocost_on=1 ;;
 	esac
+	# io.latency and iocost: on in their own configuration, off in every other
+	got+=$(peers_state)
+	if [ "$made" = 1 ]; then
+		want+=" iolat:$([ "$iolat_on" = 0 ] || echo "target=${peer#*:}")"
+		want+=" iocost:$([ "$iocost_on" = 0 ] && echo off || echo "enable=1,rpct=99.00,rlat=${peer#*:}")"
+	fi
 	[ "$has_adapt" = 0 ] || echo "$lat" >"$q/adapt_lat_usec"
 	if [ -e "$q/wbt_lat_usec" ] && [ "$keepwbt" = 0 ]; then
 		got+=" $(cat "$q/wbt_lat_usec")" want+=" $wbt"
@@ -234,8 +264,16 @@ trace_off() {
 	grep -v '^#' /sys/kernel/tracing/trace >"$1" || true
 }
 
+# cgstat: each cgroup's io.stat line for the disk
+cgstat() {
+	local j
+	for j in stream prober; do
+		echo "$j $(sed -n "s/^$mm //p" "$cg/latbench-$j/io.stat")"
+	done
+}
+
 # run WORKLOAD JOBFILE CONFIG-NAME ROUND BS QD
-done_runs=0 started=0
+done_runs=0 started=0 fios=()
 run() {
 	local dir=$out/$1/$3 iomem=mmaphuge:/dev/hugepages/latbench.$$ left
 
@@ -254,29 +292,30 @@ run() {
 		"$(date +%T)" "$done_runs" "$total_runs" "$left" "$1" "$3" "$4" "$5" "$6"
 	[[ "$3" != adapt-* ]] || trace_on
 	cat "/sys/block/$disk/stat" >"$dir/r$4.stat"
-	export DEV=$disk RUNTIME=$secs BS=$5 QD=$6 IOMEM=$iomem FSDIR=$fs
-	if [ "$split" = 1 ]; then
-		# one fio per job, each in its cgroup, and their JSON merged
-		local j pids=()
+	[ "$made" = 0 ] || cgstat >"$dir/r$4.cgroups"
+	if grep -q '^\[stream\]' "$jobs/$2" && grep -q '^\[prober\]' "$jobs/$2"; then
+		# one fio per job (in its cgroup, if made), their JSON merged: the
+		# same for every configuration, whether io.latency or iocost need it
+		local j
 		for j in stream prober; do
-			(echo "$BASHPID" >"$cg/latbench-$j/cgroup.procs" &&
-				exec fio "${fio_ro[@]}" --section="$j" --output-format=json \
-					--output="$dir/r$4.$j.part" "$jobs/$2") &
-			pids+=($!)
+			(if [ "$made" = 1 ]; then echo "$BASHPID" >"$cg/latbench-$j/cgroup.procs"; fi
+				DEV=$disk RUNTIME=$secs BS=$5 QD=$6 IOMEM=$iomem FSDIR=$fs exec fio \
+				"${fio_ro[@]}" --section="$j" --output-format=json \
+				--output="$dir/r$4.$j.part" "$jobs/$2") &
+			fios+=($!)
 		done
-		for j in "${pids[@]}"; do
+		for j in "${fios[@]}"; do
 			wait "$j" || { echo "latbench: fio failed in $dir (round $4)" >&2; exit 1; }
 		done
+		fios=()
 		"$lib/fio_json.py" --merge "$dir/r$4.json" "$dir/r$4.stream.part" "$dir/r$4.prober.part"
 		rm "$dir/r$4.stream.part" "$dir/r$4.prober.part"
-		# what each cgroup did so far (io.stat counts from its creation)
-		for j in stream prober; do
-			echo "$j $(sed -n "s/^$mm //p" "$cg/latbench-$j/io.stat")"
-		done >"$dir/r$4.cgroups"
 	else
-		fio "${fio_ro[@]}" --output-format=json --output="$dir/r$4.json" "$jobs/$2"
+		DEV=$disk RUNTIME=$secs BS=$5 QD=$6 IOMEM=$iomem FSDIR=$fs \
+			fio "${fio_ro[@]}" --output-format=json --output="$dir/r$4.json" "$jobs/$2"
 	fi
 	cat "/sys/block/$disk/stat" >>"$dir/r$4.stat"
+	[ "$made" = 0 ] || cgstat >>"$dir/r$4.cgroups"
 	[[ "$3" != adapt-* ]] || trace_off "$dir/r$4.trace"
 	rm -f "/dev/hugepages/latbench.$$"
 }
@@ -298,19 +337,37 @@ huge=$(cat /proc/sys/vm/nr_hugepages)
 echo $((huge + 80)) >/proc/sys/vm/nr_hugepages
 cleanup() {
 	[ -z "$copier" ] || kill "$copier" 2>/dev/null || true
+	# fio of a split run (a failed or interrupted one) first: it holds the cgroups
+	if [ ${#fios[@]} -gt 0 ]; then
+		kill "${fios[@]}" 2>/dev/null || true
+		wait "${fios[@]}" 2>/dev/null || true
+	fi
 	[ "$trace" = 0 ] || [ ! -d "$ev" ] || echo 0 >"$ev/enable"
 	[ "$has_adapt" = 0 ] || echo 0 >"$q/adapt_lat_usec"
-	peers_off
-	rmdir "$cg/latbench-prober" "$cg/latbench-stream" 2>/dev/null || true
-	[ "$io_was_on" = 1 ] || echo -io >"$cg/cgroup.subtree_control" 2>/dev/null || true
+	peers_off || true
+	if [ "$made" = 1 ]; then
+		rmdir "$cg/latbench-prober" "$cg/latbench-stream" ||
+			echo "latbench: could not remove $cg/latbench-{prober,stream}" >&2
+		[ "$io_was_on" = 1 ] || echo -io >"$cg/cgroup.subtree_control" || true
+	fi
 	echo "$huge" >/proc/sys/vm/nr_hugepages
 	! mountpoint -q "$fs" || umount "$fs"
 }
 io_was_on=1
 trap cleanup EXIT
-if printf '%s\n' "${CONFIGS[@]}" "${W1P_CONFIGS[@]}" "${W1S_CONFIGS[@]}" | grep -q ' io\(lat\|cost\):'; then
+# The cgroups, and io.latency and iocost set up (off) on the disk from the
+# start, so that every run has the same rq_qos policies attached; iocost's
+# first write also turns wbt's default on, which apply() overrides.
+if [ "$cgroups" = 1 ]; then
+	if [ -e "$cg/latbench-prober" ] || [ -e "$cg/latbench-stream" ]; then
+		echo "latbench: $cg/latbench-* left by another run" >&2
+		exit 1
+	fi
 	grep -qw io "$cg/cgroup.subtree_control" || { io_was_on=0; echo +io >"$cg/cgroup.subtree_control"; }
-	mkdir -p "$cg/latbench-prober" "$cg/latbench-stream"
+	mkdir "$cg/latbench-prober" "$cg/latbench-stream"
+	made=1
+	echo "$mm target=max" >"$cg/latbench-prober/io.latency"
+	echo "$mm enable=0" >"$cg/io.cost.qos"
 fi
 # the stream's 8 MiB x 4 buffers need 16 huge pages of 2 MiB (W1p uses none)
 if [ ${#CONFIGS[@]} -gt 0 ] || [ ${#W1S_CONFIGS[@]} -gt 0 ] || [ ${#W3_CONFIGS[@]} -gt 0 ] ||

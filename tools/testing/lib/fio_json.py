@@ -7,7 +7,7 @@ As a command: fio_json.py FILE JOB FIELD prints FIELD (iops, mbs, p50_ms,
 p99_ms, p999_ms, ios) of job JOB ("-" for the first job) in FILE ("-" for
 standard input); fio_json.py --merge OUT IN... writes OUT: the first IN
 with the jobs of every IN (one job file run as several fio processes, one
---section each).
+--section each) and "merged_end_skew_ms", how far apart their reports came.
 """
 import json
 import sys
@@ -54,6 +54,8 @@ def merge(out, paths):
     if len(set(names)) != len(names):
         sys.exit(f"fio_json.py: a job is in more than one of {', '.join(paths)}")
     data[0]["jobs"] = [j for d in data for j in d["jobs"]]
+    ends = [d["timestamp_ms"] for d in data]
+    data[0]["merged_end_skew_ms"] = max(ends) - min(ends)
     json.dump(data[0], open(out, "w"), indent=1)
 
 

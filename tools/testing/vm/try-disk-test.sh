@@ -17,10 +17,11 @@ Runs inside the test VM on scratch disk DISK (its data is overwritten):
   - a Ctrl-C during a run of the controller: exit 130, every setting back
     (the scheduler and its tunables, wbt's mode, the tracepoint too), no
     fio left, no huge page buffer left;
-  - then the benchmark's peers at a target (latbench.sh, which reads every
-    setting back): each run has the stream's and the prober's figures, the
-    io.latency and iocost runs had the prober and the stream in cgroups of
-    their own, and neither cgroup nor iocost is left behind.
+  - then the benchmark's read peers at a target and a static cap
+    (latbench.sh, which reads every setting back): in each run the stream
+    and the prober read in cgroups of their own (each cgroup's reads are its
+    job's), iocost charged the stream, and no cgroup, no iocost and no io
+    controller is left behind.
 Settings are odd values set beforehand, so that a restore cannot pass by
 accident; wbt stays in its default mode, which a write would end. Writes
 its runs under $BLKADAPT_OUT/try-disk; puts the disk's settings back at
@@ -183,31 +184,40 @@ left=$(grep -lx fio /proc/[0-9]*/comm 2>/dev/null || true)
 ! ls /dev/hugepages/latbench.* >/dev/null 2>&1 || { echo "# huge page buffers left"; rc=1; }
 ok "$rc" "try-disk: Ctrl-C stops the run and restores every setting"
 
-# the peers at a target, as scripts/bench.sh runs them (wbt-50ms ends wbt's
-# default mode, so this comes after the tests that check it)
+# the read peers at a target, as scripts/bench.sh runs them
 rc=0
 BLKADAPT_OUT=$out/peers "$(dirname "$0")/../bench/latbench.sh" -q -t 2 -T 50 -w w1 -n \
-	-c kyber-50ms,wbt-50ms,iolat-50ms,iocost-50ms "$disk" >"$out/peers.log" 2>&1 || rc=$?
+	-c static-4096,kyber-50ms,iolat-50ms,iocost-50ms "$disk" >"$out/peers.log" 2>&1 || rc=$?
 [ "$rc" = 0 ] || { tail -n 5 "$out/peers.log" | sed 's/^/# /'; echo "# exit $rc"; }
 python3 - "$out/peers/bench/w1" <<-'PY' || rc=1
 	import json, re, sys
 	top = sys.argv[1]
 	bad = []
-	for cfg in ("kyber-50ms", "wbt-50ms", "iolat-50ms", "iocost-50ms"):
+	for cfg in ("static-4096", "kyber-50ms", "iolat-50ms", "iocost-50ms"):
 	    try:
 	        jobs = {j["jobname"]: j for j in json.load(open(f"{top}/{cfg}/r1.json"))["jobs"]}
-	    except (OSError, ValueError) as e:
+	        # each cgroup's io.stat before (2 lines) and after (2) the run
+	        lines = open(f"{top}/{cfg}/r1.cgroups").read().splitlines()
+	        st = [{l.split()[0]: {k: int(v) for k, v in re.findall(r"([\w.]+)=(\d+)", l)}
+	               for l in part} for part in (lines[:2], lines[2:])]
+	    except (OSError, ValueError, IndexError) as e:
 	        bad.append(f"{cfg}: {e}")
 	        continue
-	    if sorted(jobs) != ["prober", "stream"] or not all(j["read"]["io_bytes"] for j in jobs.values()):
+	    if sorted(jobs) != ["prober", "stream"]:
 	        bad.append(f"{cfg}: jobs {sorted(jobs)}")
-	    if cfg.startswith("io"):
-	        # each cgroup read, and the stream's far more than the prober's
-	        st = {l.split()[0]: dict(re.findall(r"(\w+)=(\d+)", l))
-	              for l in open(f"{top}/{cfg}/r1.cgroups")}
-	        rb = {j: int(st.get(j, {}).get("rbytes", 0)) for j in ("stream", "prober")}
-	        if not (0 < rb["prober"] and 100 * rb["prober"] < rb["stream"]):
-	            bad.append(f"{cfg}: cgroup rbytes {rb}")
+	        continue
+	    d = {j: {k: st[1][j].get(k, 0) - st[0][j].get(k, 0) for k in st[1][j]} for j in jobs}
+	    # each fio read in its own cgroup: at least the job's bytes (fio
+	    # leaves out its 2 s of ramp); the prober's at most twice its 20 IOPS
+	    # over ramp and run, the stream's over 64 times the prober's
+	    rb = {j: d[j].get("rbytes", 0) for j in jobs}
+	    io = {j: jobs[j]["read"]["io_bytes"] for j in jobs}
+	    if not (all(0 < io[j] <= rb[j] for j in jobs) and rb["prober"] <= 2 * 20 * 4 * 4096
+	            and rb["stream"] > 64 * rb["prober"]):
+	        bad.append(f"{cfg}: fio read {io}, the cgroups {rb}")
+	    # iocost charged the stream's cgroup
+	    if cfg.startswith("iocost") and not d["stream"].get("cost.usage"):
+	        bad.append(f"{cfg}: iocost charged nothing: {d['stream']}")
 	for b in bad:
 	    print(f"# {b}")
 	sys.exit(bool(bad))
@@ -218,6 +228,7 @@ if [ -e /sys/fs/cgroup/latbench-prober ] || [ -e /sys/fs/cgroup/latbench-stream 
 	rc=1
 fi
 ! grep -q "^$mm enable=1" /sys/fs/cgroup/io.cost.qos || { echo "# iocost left on"; rc=1; }
+! grep -qw io /sys/fs/cgroup/cgroup.subtree_control || { echo "# the io controller left on"; rc=1; }
 ok "$rc" "latbench: the peers at a target run under their settings and leave nothing behind"
 
 for ((i = 0; i < ${#orig[@]}; i += 2)); do echo "${orig[i + 1]}" >"$q/${orig[i]}"; done
