@@ -173,7 +173,7 @@ wl w2 || W2_CONFIGS=()
 wl w3 || W3_CONFIGS=()
 wl w5 || W5_CONFIGS=()
 
-mm=$(cat "/sys/block/$disk/dev") iolat_on=0 iocost_on=0 made=0
+mm=$(cat "/sys/block/$disk/dev") iolat_on=0 iocost_on=0 made=0 rot=$(cat "$q/rotational")
 # peers_off: io.latency's target and iocost off, where a configuration set them
 peers_off() {
 	[ "$iolat_on" = 0 ] || echo "$mm target=max" >"$cg/latbench-prober/io.latency"
@@ -191,15 +191,18 @@ peers_state() {
 # Turning it off keeps the vrate the last run left (a run after one at a
 # lower target would start throttled); the kernel resets it only when the
 # disk changes class (blk-iocost.c: ioc_refresh_params_disk()), so flip
-# queue/rotational and back, each followed by a write of io.cost.qos.
+# queue/rotational and back, each followed by a write of io.cost.qos; and
+# put read_ahead_kb back, which a rotational queue raises to 2 x io_opt
+# (blk_apply_bdi_limits()). cleanup() puts rotational back if cut short.
 iocost_fresh() {
-	local rot
+	local ra
 
-	rot=$(cat "$q/rotational")
+	ra=$(cat "$q/read_ahead_kb")
 	echo $((1 - rot)) >"$q/rotational"
 	echo "$mm enable=0" >"$cg/io.cost.qos"
 	echo "$rot" >"$q/rotational"
 	echo "$mm enable=0" >"$cg/io.cost.qos"
+	echo "$ra" >"$q/read_ahead_kb"
 }
 
 # apply "NAME MAXKB SCHED WBT ADAPT PEER": stop the controller and the
@@ -298,8 +301,11 @@ run() {
 		# same for every configuration, whether io.latency or iocost need it
 		local j
 		for j in stream prober; do
-			(if [ "$made" = 1 ]; then echo "$BASHPID" >"$cg/latbench-$j/cgroup.procs"; fi
-				DEV=$disk RUNTIME=$secs BS=$5 QD=$6 IOMEM=$iomem FSDIR=$fs exec fio \
+			(if [ "$made" = 1 ] && ! echo "$BASHPID" >"$cg/latbench-$j/cgroup.procs"; then
+				echo "latbench: cannot move fio into $cg/latbench-$j" >&2
+				exit 1
+			fi
+			DEV=$disk RUNTIME=$secs BS=$5 QD=$6 IOMEM=$iomem FSDIR=$fs exec fio \
 				"${fio_ro[@]}" --section="$j" --output-format=json \
 				--output="$dir/r$4.$j.part" "$jobs/$2") &
 			fios+=($!)
@@ -337,14 +343,15 @@ huge=$(cat /proc/sys/vm/nr_hugepages)
 echo $((huge + 80)) >/proc/sys/vm/nr_hugepages
 cleanup() {
 	[ -z "$copier" ] || kill "$copier" 2>/dev/null || true
-	# fio of a split run (a failed or interrupted one) first: it holds the cgroups
+	[ "$trace" = 0 ] || [ ! -d "$ev" ] || echo 0 >"$ev/enable"
+	[ "$has_adapt" = 0 ] || echo 0 >"$q/adapt_lat_usec"
+	peers_off || true
+	[ "$(cat "$q/rotational")" = "$rot" ] || echo "$rot" >"$q/rotational" || true
+	# fio of a split run (a failed or interrupted one): it holds the cgroups
 	if [ ${#fios[@]} -gt 0 ]; then
 		kill "${fios[@]}" 2>/dev/null || true
 		wait "${fios[@]}" 2>/dev/null || true
 	fi
-	[ "$trace" = 0 ] || [ ! -d "$ev" ] || echo 0 >"$ev/enable"
-	[ "$has_adapt" = 0 ] || echo 0 >"$q/adapt_lat_usec"
-	peers_off || true
 	if [ "$made" = 1 ]; then
 		rmdir "$cg/latbench-prober" "$cg/latbench-stream" ||
 			echo "latbench: could not remove $cg/latbench-{prober,stream}" >&2
@@ -355,19 +362,24 @@ cleanup() {
 }
 io_was_on=1
 trap cleanup EXIT
-# The cgroups, and io.latency and iocost set up (off) on the disk from the
-# start, so that every run has the same rq_qos policies attached; iocost's
-# first write also turns wbt's default on, which apply() overrides.
+# The cgroups, and io.latency, iocost and the controller attached (off) to
+# the disk from the start, so that every run has the same rq_qos policies
+# (each attaches at its first use); a write of io.cost.qos turns wbt on
+# where it is off by default, which apply() overrides.
 if [ "$cgroups" = 1 ]; then
 	if [ -e "$cg/latbench-prober" ] || [ -e "$cg/latbench-stream" ]; then
 		echo "latbench: $cg/latbench-* left by another run" >&2
 		exit 1
 	fi
 	grep -qw io "$cg/cgroup.subtree_control" || { io_was_on=0; echo +io >"$cg/cgroup.subtree_control"; }
-	mkdir "$cg/latbench-prober" "$cg/latbench-stream"
 	made=1
+	mkdir "$cg/latbench-prober" "$cg/latbench-stream"
 	echo "$mm target=max" >"$cg/latbench-prober/io.latency"
 	echo "$mm enable=0" >"$cg/io.cost.qos"
+fi
+if [ "$has_adapt" = 1 ] && [ "$(cat "$q/adapt_lat_usec")" = 0 ]; then
+	echo 1000000 >"$q/adapt_lat_usec"
+	echo 0 >"$q/adapt_lat_usec"
 fi
 # the stream's 8 MiB x 4 buffers need 16 huge pages of 2 MiB (W1p uses none)
 if [ ${#CONFIGS[@]} -gt 0 ] || [ ${#W1S_CONFIGS[@]} -gt 0 ] || [ ${#W3_CONFIGS[@]} -gt 0 ] ||

@@ -20,8 +20,8 @@ Runs inside the test VM on scratch disk DISK (its data is overwritten):
   - then the benchmark's read peers at a target and a static cap
     (latbench.sh, which reads every setting back): in each run the stream
     and the prober read in cgroups of their own (each cgroup's reads are its
-    job's), iocost charged the stream, and no cgroup, no iocost and no io
-    controller is left behind.
+    job's), iocost charged the stream, and no cgroup, no iocost, no io
+    controller and no change of rotational or read_ahead_kb is left behind.
 Settings are odd values set beforehand, so that a restore cannot pass by
 accident; wbt stays in its default mode, which a write would end. Writes
 its runs under $BLKADAPT_OUT/try-disk; puts the disk's settings back at
@@ -186,6 +186,7 @@ ok "$rc" "try-disk: Ctrl-C stops the run and restores every setting"
 
 # the read peers at a target, as scripts/bench.sh runs them
 rc=0
+queue0="$(cat "$q/rotational") $(cat "$q/read_ahead_kb")"
 BLKADAPT_OUT=$out/peers "$(dirname "$0")/../bench/latbench.sh" -q -t 2 -T 50 -w w1 -n \
 	-c static-4096,kyber-50ms,iolat-50ms,iocost-50ms "$disk" >"$out/peers.log" 2>&1 || rc=$?
 [ "$rc" = 0 ] || { tail -n 5 "$out/peers.log" | sed 's/^/# /'; echo "# exit $rc"; }
@@ -203,7 +204,7 @@ python3 - "$out/peers/bench/w1" <<-'PY' || rc=1
 	    except (OSError, ValueError, IndexError) as e:
 	        bad.append(f"{cfg}: {e}")
 	        continue
-	    if sorted(jobs) != ["prober", "stream"]:
+	    if not sorted(jobs) == sorted(st[0]) == sorted(st[1]) == ["prober", "stream"]:
 	        bad.append(f"{cfg}: jobs {sorted(jobs)}")
 	        continue
 	    d = {j: {k: st[1][j].get(k, 0) - st[0][j].get(k, 0) for k in st[1][j]} for j in jobs}
@@ -227,7 +228,9 @@ if [ -e /sys/fs/cgroup/latbench-prober ] || [ -e /sys/fs/cgroup/latbench-stream 
 	echo "# cgroups left"
 	rc=1
 fi
-! grep -q "^$mm enable=1" /sys/fs/cgroup/io.cost.qos || { echo "# iocost left on"; rc=1; }
+grep -q "^$mm enable=0" /sys/fs/cgroup/io.cost.qos || { echo "# iocost left on"; rc=1; }
+queue1="$(cat "$q/rotational") $(cat "$q/read_ahead_kb")"
+[ "$queue1" = "$queue0" ] || { echo "# rotational, read_ahead_kb: $queue1, not $queue0"; rc=1; }
 ! grep -qw io /sys/fs/cgroup/cgroup.subtree_control || { echo "# the io controller left on"; rc=1; }
 ok "$rc" "latbench: the peers at a target run under their settings and leave nothing behind"
 
