@@ -1,16 +1,17 @@
 #!/usr/bin/python3
 """Cross-check the per-queue latency accounting against blktrace.
 
-usage: lat_blktrace.py NAME EVENTS TABLE BTT LOG [NAME EVENTS TABLE BTT LOG]...
+usage: lat_blktrace.py NAME EVENTS TABLE BTT LOG MARK [NAME EVENTS TABLE BTT LOG MARK]...
 
 For each device: NAME names it in the result lines. EVENTS is blkparse's
 output with the format "%a %d %S %n %T.%9t" (action, RWBS, sector, 512-byte
-blocks, seconds.nanoseconds); the harness wrote the messages "lat_blktrace
-start" into the trace before it reset the table and "lat_blktrace end"
-after it read it (blktrace's debugfs "msg" file), and only the events
-between them count. TABLE is the debugfs table (/sys/kernel/debug/block/
-DEV/latency) read after the load; BTT btt's report of the same trace; LOG
-what blktrace printed when it stopped (its "Total: ... (dropped N)").
+blocks, seconds.nanoseconds); the harness read sector MARK (the disk's
+last block, which the load never reads) before it reset the table and
+again after it read it, and only the events between those two reads count
+(the reads' own events do not). TABLE is the debugfs table (/sys/kernel/
+debug/block/DEV/latency) read after the load; BTT btt's report of the same
+trace; LOG what blktrace printed when it stopped (its "Total: ...
+(dropped N)").
 
 Every read request is followed through blktrace's Q (its first bio queued),
 G (request allocated), D (issued to the driver) and C (completed) events,
@@ -18,7 +19,7 @@ matched by sector, and its class taken from its size at D: "<=64K" or
 ">64K". The table times a request from its allocation, which comes after Q
 and before G (the tag wait lies between it and G), so per request its queue
 time lies between G2D and Q2D and its total time between G2C and Q2C; the
-same order holds for every percentile. The trace must hold both messages
+same order holds for every percentile. The trace must hold both marks
 (else blktrace was not yet running when the load began). For each class:
   - the table's "total" count equals the number of completed reads traced,
     unless blktrace dropped events (its relay buffers overflowed: a reader
@@ -58,12 +59,12 @@ START, END = "lat_blktrace start", "lat_blktrace end"
 TIMES = ("queue", "device", "all")
 
 
-def requests(path, lost, marks):
+def requests(path, mark, lost, marks):
     """(class, (G2D, Q2D), D2C, (G2C, Q2C)) of every traced read request, in us.
 
-    Only the events between the trace messages START and END count (the
-    harness writes them just before the table's reset and just after it is
-    read); each one found is added to @marks. A request's Q is that of the
+    Only the events between the two reads of sector @mark count (the
+    harness reads it just before the table's reset and just after the table
+    is read): the first read's Q adds START to @marks, the second's END. A request's Q is that of the
     bio that opened it (the one whose G follows at the same sector; a bio
     merged into a request, M or F, opens none; a front merge F moves the
     request's start to its sector, a requeue R returns it to before its D).
@@ -75,13 +76,13 @@ def requests(path, lost, marks):
     pending_q, pending_g, pending_d, done = {}, {}, {}, []
     for line in open(path):
         f = line.split()
-        if len(f) >= 8 and f[5] == "m":
-            if " ".join(f[7:]) in (START, END):
-                marks.add(" ".join(f[7:]))
+        if len(f) != 5 or "R" not in f[1] or "W" in f[1] or "N" in f[1]:
+            continue
+        if int(f[2]) == mark:
+            if f[0] == "Q":
+                marks.add(END if START in marks else START)
             continue
         if START not in marks or END in marks:
-            continue
-        if len(f) != 5 or "R" not in f[1] or "W" in f[1] or "N" in f[1]:
             continue
         act, sector, blocks, t = f[0], int(f[2]), int(f[3]), float(f[4]) * 1e6
         if act == "Q":
@@ -145,12 +146,12 @@ def dropped(path):
     return int(m.group(1))
 
 
-def cross_check(name, events, tab, btt, log, check):
+def cross_check(name, events, tab, btt, log, mark, check):
     lost, marks, drops = collections.Counter(), set(), dropped(log)
-    reqs, rows = requests(events, lost, marks), table(tab)
+    reqs, rows = requests(events, int(mark), lost, marks), table(tab)
     print(f"# {name}: blktrace dropped {drops} events; not followed: "
           + (", ".join(f"{v} {k}" for k, v in lost.items()) or "none"))
-    check(marks == {START, END}, f"{name}: the trace holds the harness's start and end messages")
+    check(marks == {START, END}, f"{name}: the trace holds the harness's start and end marks")
     for cls in CLASSES:
         mine = [r for r in reqs if r[0] == cls]
         row = rows.get((cls, "device"), {"count": 0})
@@ -189,9 +190,9 @@ def main():
     if args and args[0] in ("-h", "--help"):
         print(__doc__.strip())
         return 0
-    if not args or len(args) % 5:
-        sys.exit("usage: lat_blktrace.py NAME EVENTS TABLE BTT LOG [NAME EVENTS TABLE BTT LOG]..."
-                 "  (see --help)")
+    if not args or len(args) % 6:
+        sys.exit("usage: lat_blktrace.py NAME EVENTS TABLE BTT LOG MARK"
+                 " [NAME EVENTS TABLE BTT LOG MARK]...  (see --help)")
     print("TAP version 13")
     checks = []
 
@@ -203,8 +204,8 @@ def main():
         else:
             print(f"{'ok' if ok else 'not ok'} {len(checks)} {what}", flush=True)
 
-    for i in range(0, len(args), 5):
-        cross_check(*args[i:i + 5], check)
+    for i in range(0, len(args), 6):
+        cross_check(*args[i:i + 6], check)
     print(f"1..{len(checks)}")
     return 0 if all(checks) else 1
 

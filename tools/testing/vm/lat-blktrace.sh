@@ -68,13 +68,20 @@ for d in "${devs[@]}"; do
 	# the drops blktrace reports in its log are checked all the same
 	(cd "$work" && exec blktrace -b 4096 -n 8 -d "/dev/$d" -o "$d" >"$d.log" 2>&1) &
 	tracer=$!
-	# blktrace creates "msg" at setup and starts tracing right after: the
-	# start message proves to lat_blktrace.py that it ran before the load
+	# blktrace creates "msg" at setup and starts tracing right after
 	msg=/sys/kernel/debug/block/$d/msg
 	for _ in $(seq 100); do [ -e "$msg" ] && break; sleep 0.1; done
 	[ -e "$msg" ] || { echo "lat-blktrace: blktrace did not set up $d" >&2; exit 1; }
 	sleep 1
-	echo "lat_blktrace start" >"$msg"
+	# A read of the disk's last block, where fio never reads, marks the
+	# start and the end in the trace: it proves to lat_blktrace.py that
+	# blktrace ran before the load. (Not a blktrace message: with
+	# CONFIG_BLK_CGROUP the kernel tags messages with a cgroup id, and
+	# Debian 12's blkparse 1.2.0 drops such messages.)
+	ss=$(cat "$q/logical_block_size")
+	mark=$(( $(cat "/sys/block/$d/size") - ss / 512 ))
+	marker() { dd if="/dev/$d" of=/dev/null bs="$ss" count=1 skip=$((mark * 512 / ss)) iflag=direct status=none; }
+	marker
 	echo reset >"/sys/kernel/debug/block/$d/latency"
 	fio --direct=1 --time_based --runtime="$secs" --filename="/dev/$d" --output=/dev/null \
 		--name=small --rw=randread --bs=4k --ioengine=libaio --iodepth=4 --size=256m \
@@ -82,13 +89,13 @@ for d in "${devs[@]}"; do
 		--size=256m
 	sleep 0.5
 	cp "/sys/kernel/debug/block/$d/latency" "$work/$d.table"
-	echo "lat_blktrace end" >"$msg"
+	marker
 	kill -INT "$tracer"
 	wait "$tracer" || true
 	echo "$was" >"$q/lat_stats"
 	(cd "$work" && blkparse -q -i "$d" -f '%a %d %S %n %T.%9t\n' -d "$d.bin" >"$d.events")
 	# btt writes files of its own beside its report: in $work
 	(cd "$work" && btt -i "$d.bin" >"$d.btt")
-	args+=("$d" "$work/$d.events" "$work/$d.table" "$work/$d.btt" "$work/$d.log")
+	args+=("$d" "$work/$d.events" "$work/$d.table" "$work/$d.btt" "$work/$d.log" "$mark")
 done
 python3 "$lib/lat_blktrace.py" "${args[@]}"
