@@ -13,9 +13,9 @@ disk that nothing uses. Runs tools/testing/bench/latbench.sh's read workloads
 on DISK (W1, W1p, W1s, W3 and the oracle sweep; they read the first 3 GiB,
 never write): the adaptive caps at each target (default 20,50,100 ms on a
 rotational disk, 1,2,5 ms on others) beside the static caps, Kyber and BFQ
-at their defaults, and Kyber at each target (read_lat_nsec). Then writes DIR/results.md (the goal tables),
-results.json, the plots (with python3-matplotlib) and DIR.tar.gz to attach
-to a mail. DIR defaults to ./try-disk-DISK-DATE.
+at their defaults, and Kyber at each target (read_lat_nsec). Then writes
+DIR/results.md (the goal tables), results.json, the plots (with
+python3-matplotlib) and DIR.tar.gz to attach to a mail. DIR defaults to ./try-disk-DISK-DATE.
   -r, -t  rounds (default 3) and seconds per run (default 30)
   -q      short: one round of 6 s runs, no oracle sweep (about 4 minutes;
           not with -r or -t)

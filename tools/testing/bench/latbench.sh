@@ -278,7 +278,7 @@ cgstat() {
 # run WORKLOAD JOBFILE CONFIG-NAME ROUND BS QD
 done_runs=0 started=0 fios=()
 run() {
-	local dir=$out/$1/$3 iomem=mmaphuge:/dev/hugepages/latbench.$$ left
+	local dir=$out/$1/$3 iomem=mmaphuge:/dev/hugepages/latbench.$$ left vars
 
 	[ "$1" != w1p ] || iomem=malloc
 	mkdir -p "$dir"
@@ -296,6 +296,8 @@ run() {
 	[[ "$3" != adapt-* ]] || trace_on
 	cat "/sys/block/$disk/stat" >"$dir/r$4.stat"
 	[ "$made" = 0 ] || cgstat >"$dir/r$4.cgroups"
+	# the job files' parameters
+	vars=(DEV="$disk" RUNTIME="$secs" BS="$5" QD="$6" IOMEM="$iomem" FSDIR="$fs")
 	if grep -q '^\[stream\]' "$jobs/$2" && grep -q '^\[prober\]' "$jobs/$2"; then
 		# one fio per job (in its cgroup, if made), their JSON merged: the
 		# same for every configuration, whether io.latency or iocost need it
@@ -305,8 +307,7 @@ run() {
 				echo "latbench: cannot move fio into $cg/latbench-$j" >&2
 				exit 1
 			fi
-			DEV=$disk RUNTIME=$secs BS=$5 QD=$6 IOMEM=$iomem FSDIR=$fs exec fio \
-				"${fio_ro[@]}" --section="$j" --output-format=json \
+			exec env "${vars[@]}" fio "${fio_ro[@]}" --section="$j" --output-format=json \
 				--output="$dir/r$4.$j.part" "$jobs/$2") &
 			fios+=($!)
 		done
@@ -317,8 +318,7 @@ run() {
 		"$lib/fio_json.py" --merge "$dir/r$4.json" "$dir/r$4.stream.part" "$dir/r$4.prober.part"
 		rm "$dir/r$4.stream.part" "$dir/r$4.prober.part"
 	else
-		DEV=$disk RUNTIME=$secs BS=$5 QD=$6 IOMEM=$iomem FSDIR=$fs \
-			fio "${fio_ro[@]}" --output-format=json --output="$dir/r$4.json" "$jobs/$2"
+		env "${vars[@]}" fio "${fio_ro[@]}" --output-format=json --output="$dir/r$4.json" "$jobs/$2"
 	fi
 	cat "/sys/block/$disk/stat" >>"$dir/r$4.stat"
 	[ "$made" = 0 ] || cgstat >>"$dir/r$4.cgroups"

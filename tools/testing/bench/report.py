@@ -11,8 +11,8 @@ with the range over rounds, and the oracle frontier) and controller-steps.png
 (the controller's size cap, depth cap and judged p99 over one W1 run per
 target, from the block_adapt_step trace). One goal table per latency target:
 the controller against the oracle point of most throughput that meets the
-target, against the peers at that target (Kyber, wbt, io.latency, iocost)
-and against every static cap and peer at its default. Uses Debian's
+target, against the read peers at that target (Kyber, io.latency,
+iocost) and against every static cap and peer at its default. Uses Debian's
 python3-matplotlib for the plots.
 """
 import glob

@@ -4,7 +4,7 @@
 As a module: jobs(path) maps job names to fio's job objects; iops(), mbs() and
 clat_ms() read one job's figures for the direction that did the I/O.
 As a command: fio_json.py FILE JOB FIELD prints FIELD (iops, mbs, p50_ms,
-p99_ms, p999_ms, ios) of job JOB ("-" for the first job) in FILE ("-" for
+p99_ms, p999_ms, ios, io_bytes) of job JOB ("-" for the first job) in FILE ("-" for
 standard input); fio_json.py --merge OUT IN... writes OUT: the first IN
 with the jobs of every IN (one job file run as several fio processes, one
 --section each) and "merged_end_skew_ms", how far apart their reports came.
@@ -37,12 +37,16 @@ def ios(job):
     return _dir(job)["total_ios"]
 
 
+def io_bytes(job):
+    return _dir(job)["io_bytes"]
+
+
 def clat_ms(job, pct):
     """Completion latency percentile pct (50, 99, 99.9) in milliseconds."""
     return _dir(job)["clat_ns"]["percentile"][f"{pct:.6f}"] / 1e6
 
 
-FIELDS = {"iops": iops, "mbs": mbs, "ios": ios,
+FIELDS = {"iops": iops, "mbs": mbs, "ios": ios, "io_bytes": io_bytes,
           "p50_ms": lambda j: clat_ms(j, 50), "p99_ms": lambda j: clat_ms(j, 99),
           "p999_ms": lambda j: clat_ms(j, 99.9)}
 

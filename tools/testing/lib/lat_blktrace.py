@@ -64,8 +64,8 @@ def requests(path, mark, lost, marks):
 
     Only the events between the two reads of sector @mark count (the
     harness reads it just before the table's reset and just after the table
-    is read): the first read's Q adds START to @marks, the second's END. A request's Q is that of the
-    bio that opened it (the one whose G follows at the same sector; a bio
+    is read): the first read's Q adds START to @marks, the second's END.
+    A request's Q is that of the bio that opened it (the one whose G follows at the same sector; a bio
     merged into a request, M or F, opens none; a front merge F moves the
     request's start to its sector, a requeue R returns it to before its D).
     The table times a request from its allocation, which lies between Q and

@@ -190,13 +190,15 @@ queue0="$(cat "$q/rotational") $(cat "$q/read_ahead_kb")"
 BLKADAPT_OUT=$out/peers "$(dirname "$0")/../bench/latbench.sh" -q -t 2 -T 50 -w w1 -n \
 	-c static-4096,kyber-50ms,iolat-50ms,iocost-50ms "$disk" >"$out/peers.log" 2>&1 || rc=$?
 [ "$rc" = 0 ] || { tail -n 5 "$out/peers.log" | sed 's/^/# /'; echo "# exit $rc"; }
-python3 - "$out/peers/bench/w1" <<-'PY' || rc=1
-	import json, re, sys
+python3 - "$out/peers/bench/w1" "$(dirname "$0")/../lib" <<-'PY' || rc=1
+	import re, sys
 	top = sys.argv[1]
+	sys.path.insert(0, sys.argv[2])
+	import fio_json
 	bad = []
 	for cfg in ("static-4096", "kyber-50ms", "iolat-50ms", "iocost-50ms"):
 	    try:
-	        jobs = {j["jobname"]: j for j in json.load(open(f"{top}/{cfg}/r1.json"))["jobs"]}
+	        jobs = fio_json.jobs(f"{top}/{cfg}/r1.json")
 	        # each cgroup's io.stat before (2 lines) and after (2) the run
 	        lines = open(f"{top}/{cfg}/r1.cgroups").read().splitlines()
 	        st = [{l.split()[0]: {k: int(v) for k, v in re.findall(r"([\w.]+)=(\d+)", l)}
@@ -212,7 +214,7 @@ python3 - "$out/peers/bench/w1" <<-'PY' || rc=1
 	    # leaves out its 2 s of ramp); the prober's at most twice its 20 IOPS
 	    # over ramp and run, the stream's over 64 times the prober's
 	    rb = {j: d[j].get("rbytes", 0) for j in jobs}
-	    io = {j: jobs[j]["read"]["io_bytes"] for j in jobs}
+	    io = {j: fio_json.io_bytes(jobs[j]) for j in jobs}
 	    if not (all(0 < io[j] <= rb[j] for j in jobs) and rb["prober"] <= 2 * 20 * 4 * 4096
 	            and rb["stream"] > 64 * rb["prober"]):
 	        bad.append(f"{cfg}: fio read {io}, the cgroups {rb}")
